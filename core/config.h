@@ -1,0 +1,123 @@
+/* config: the instance configuration file (DESIGN.md section 9). */
+#ifndef SKILLFS_CONFIG_H
+#define SKILLFS_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "strlist.h"
+#include "trust.h"
+
+#define CONFIG_DEFAULT_MAX_BYTES 24000
+#define CONFIG_DEFAULT_LISTING_MAX_BYTES 4096
+#define CONFIG_DEFAULT_WORKERS 4
+#define CONFIG_DEFAULT_MAX_TURNS 32
+#define CONFIG_DEFAULT_MODEL_TIMEOUT 120
+#define CONFIG_DEFAULT_PROMPT_MAX (1024 * 1024)
+
+enum exec_mode { EXEC_INLINE = 0, EXEC_SUBAGENT = 1 };
+
+struct source {
+	char *path; /* absolute */
+	enum trust trust;
+};
+
+struct attachment {
+	char *name;
+	bool enabled;
+};
+
+struct configuration {
+	char *name;
+	struct attachment *att;
+	size_t n;
+	/* The no-config default: attach every catalogue skill in name order
+	 * (att is empty then). */
+	bool attach_all;
+};
+
+struct trust_override {
+	char *skill;
+	enum trust trust;
+};
+
+struct model_config {
+	char *provider;        /* "echo" (default), "command", "openai" */
+	struct strlist command; /* argv for the command provider, resolved */
+	char *base_url;
+	char *model;
+	char *api_key_env;
+	int timeout;           /* seconds */
+};
+
+struct config {
+	char *path;     /* the config file, absolute; NULL for the no-config default */
+	char *base_dir; /* directory relative paths resolve against */
+
+	struct source *sources;
+	size_t nsources;
+
+	long max_bytes;         /* skills.maxBytes after fallback rules (>0) */
+	long listing_max_bytes; /* skills.listingMaxBytes (>0) */
+	enum exec_mode execution_mode;
+	enum trust min_trust;
+	struct strlist disabled; /* globally disabled skill names */
+	struct trust_override *trust_overrides;
+	size_t ntrust_overrides;
+
+	struct strlist registered_tools; /* lower-case, in config order */
+	struct strlist approval_tools;
+
+	struct model_config model;
+	int workers;
+	int max_turns;
+	long prompt_max_bytes;
+	char *state_path; /* absolute, or NULL = default location */
+
+	struct configuration *configs; /* in file order */
+	size_t nconfigs;
+
+	struct strlist warnings; /* unknown keys etc., "file:line: ..." */
+};
+
+/* The built-in tools, in their canonical order (registered by default). */
+extern const char *const config_builtin_tools[];
+extern const size_t config_builtin_tools_n;
+
+/* Reads and validates a config file. On success returns 0 and *out.
+ * On error returns -1 and *err holds a message naming the file, line and
+ * key ("config.yaml:12: skills.execution_mode: expected inline or
+ * subagent"); the caller frees it. Unknown keys are warnings, not errors. */
+int config_load(const char *path, struct config **out, char **err);
+
+/* Parses config text (for tests). path is used in messages and base_dir
+ * resolves relative paths. Same contract as config_load. */
+int config_parse(const char *text, size_t len, const char *path,
+		 const char *base_dir, struct config **out, char **err);
+
+/* The no-config default (section 9): every dir a first_party source, all
+ * built-in tools registered, one configuration "default" attaching every
+ * skill. Returns NULL on ENOMEM. */
+struct config *config_default(const char *const *dirs, size_t ndirs);
+
+/* Appends extra -s directories as first_party sources after those of the
+ * file. Returns 0 or -1 on ENOMEM. */
+int config_add_sources(struct config *c, const char *const *dirs, size_t ndirs);
+
+/* Finds a configuration by name, or NULL. */
+const struct configuration *config_find(const struct config *c, const char *name);
+
+/* The trust of a skill from a source of trust src_trust, after the per-skill
+ * override (D2). */
+enum trust config_skill_trust(const struct config *c, const char *skill,
+			      enum trust src_trust);
+
+/* Whether a skill name is in skills.disabled. */
+bool config_skill_disabled(const struct config *c, const char *skill);
+
+/* Whether a (lower-case) tool name is registered. */
+bool config_tool_registered(const struct config *c, const char *tool);
+
+void config_free(struct config *c);
+
+#endif

@@ -1,0 +1,131 @@
+/* skill: one parsed SKILL.md (DESIGN.md section 2, D1, D3).
+ *
+ * A skill is immutable once loaded and reference counted, so catalogue
+ * snapshots can share unchanged skills. Parsing never fails on bad input:
+ * a broken file yields a skill with valid == false, an error message, and
+ * an allowed-tools declaration of [] (D1). Only allocation failure returns
+ * NULL. */
+#ifndef SKILLFS_SKILL_H
+#define SKILLFS_SKILL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "strlist.h"
+
+#define SKILL_NAME_MAX 64
+#define SKILL_DEFAULT_FRONTMATTER_MAX (8 * 1024)
+#define SKILL_DEFAULT_FILE_MAX (256 * 1024)
+
+struct skill_limits {
+	size_t frontmatter_max; /* bytes of front-matter text; 0 = default */
+	size_t file_max;        /* bytes of the whole SKILL.md; 0 = default */
+};
+
+enum skill_category { SKILL_ACTION = 0, SKILL_KNOWLEDGE = 1 };
+
+/* One item of an allowed-tools (or tools) declaration. */
+struct tool_grant {
+	char *tool;    /* lower-cased tool name, e.g. "bash" */
+	char *pattern; /* "git diff" for Bash(git diff:*), or NULL = unrestricted */
+	char *raw;     /* the item as written, e.g. "Bash(git diff:*)" */
+};
+
+/* The tri-state allowed-tools declaration: absent (declared == false),
+ * declared-empty (declared, n == 0), or a list. */
+struct tool_decl {
+	bool declared;
+	struct tool_grant *items;
+	size_t n;
+};
+
+struct skill {
+	int refs; /* atomic; use skill_ref / skill_unref */
+
+	char *name;     /* front-matter name, else the directory name */
+	char *dir_name; /* the directory's own name */
+	char *dir;      /* absolute path of the skill directory */
+	char *parent;   /* for a directory sub-skill: the parent's name; else NULL */
+
+	bool valid;      /* false: parse error (D1) */
+	char *error;     /* why invalid; NULL when valid */
+	struct strlist warnings;
+
+	/* Understood front-matter keys; NULL / defaults when absent. */
+	char *description;
+	char *license;
+	char *compatibility;
+	json_t *metadata;  /* any JSON value, or NULL */
+	json_t *arguments; /* any JSON value, or NULL */
+	struct tool_decl allowed_tools; /* D3; invalid skills: declared, n == 0 */
+	struct tool_decl tools;         /* sub-agent tools (R13), same forms */
+	int inline_flag;                /* -1 absent, 0 false, 1 true */
+	struct strlist sub_skill_refs;  /* front-matter sub-skills: names */
+	enum skill_category category;
+	bool disable_model_invocation; /* default false */
+	bool user_invocable;           /* default true */
+	json_t *frontmatter; /* every front-matter key as JSON (unknown kept), or NULL */
+
+	/* The file. raw holds SKILL.md byte for byte when it was read (it is
+	 * NULL when the file is over the size limit: serve it from disk). */
+	char *raw;
+	size_t raw_len;
+	char *body; /* markdown body after the front-matter, BOM dropped,
+	               CRLF turned into LF; "" for invalid skills */
+	size_t body_len;
+
+	/* Directory sub-skills (<dir>/skills/<sub>/SKILL.md), sorted by name. */
+	struct skill **subs;
+	size_t nsubs;
+
+	/* Identity of SKILL.md when loaded, to detect changes cheaply. */
+	dev_t st_dev;
+	ino_t st_ino;
+	off_t st_size;
+	struct timespec st_mtim;
+	struct timespec st_ctim;
+};
+
+/* Parses SKILL.md bytes. dir_name is the directory name (used when there is
+ * no front-matter name and for the mismatch warning); dir may be NULL.
+ * Never fails on bad input; returns NULL only when out of memory. The
+ * returned skill has refs == 1. It has no directory sub-skills. */
+struct skill *skill_parse(const char *dir_name, const char *dir,
+			  const char *bytes, size_t len,
+			  const struct skill_limits *lim);
+
+/* Loads <dir>/SKILL.md (O_NOFOLLOW-safe, size-limited) and, one level deep,
+ * <dir>/skills/<sub>/SKILL.md as directory sub-skills. A missing or
+ * unreadable file yields an invalid skill. Returns NULL only on ENOMEM. */
+struct skill *skill_load(const char *dir, const struct skill_limits *lim);
+
+/* True when name obeys the Agent Skills name rules (1-64 of a-z 0-9 -, no
+ * leading, trailing or double hyphen). */
+bool skill_name_valid(const char *name);
+
+/* Parses one allowed-tools item such as "Read" or "Bash(git diff:*)" into
+ * g (lower-cased tool, pattern or NULL, raw copy). Returns 0, or -1 on
+ * ENOMEM. */
+int tool_grant_parse(const char *item, struct tool_grant *g);
+
+/* Whether the file identity stored in s still matches st (same inode, size,
+ * mtime and ctime). */
+bool skill_same_file(const struct skill *s, const struct stat *st);
+
+/* Every parsed field of s as a JSON object (name, dir_name, valid, error,
+ * warnings, description, license, compatibility, metadata, arguments,
+ * allowed_tools (null when absent, else a list of {tool, pattern, raw}),
+ * tools, inline, sub_skills, category, disable_model_invocation,
+ * user_invocable, frontmatter, body_bytes, file_bytes, and the names of
+ * directory sub-skills). The caller adds catalogue facts (source, trust).
+ * Returns a new reference, or NULL on ENOMEM. */
+json_t *skill_to_json(const struct skill *s);
+
+struct skill *skill_ref(struct skill *s);
+void skill_unref(struct skill *s);
+
+void tool_decl_free(struct tool_decl *d);
+
+#endif

@@ -1,0 +1,77 @@
+#include "strlist.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int strlist_add_owned(struct strlist *l, char *s)
+{
+	if (!s)
+		return -1;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 8;
+		char **p = realloc(l->items, cap * sizeof *p);
+		if (!p) {
+			free(s);
+			return -1;
+		}
+		l->items = p;
+		l->cap = cap;
+	}
+	l->items[l->n++] = s;
+	return 0;
+}
+
+int strlist_add(struct strlist *l, const char *s)
+{
+	return strlist_add_owned(l, strdup(s));
+}
+
+int strlist_addf(struct strlist *l, const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	va_start(ap, fmt);
+	int n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -1;
+	return strlist_add_owned(l, s);
+}
+
+bool strlist_has(const struct strlist *l, const char *s)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (strcmp(l->items[i], s) == 0)
+			return true;
+	return false;
+}
+
+int strlist_extend(struct strlist *l, const struct strlist *src)
+{
+	for (size_t i = 0; i < src->n; i++)
+		if (strlist_add(l, src->items[i]) < 0)
+			return -1;
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void strlist_sort(struct strlist *l)
+{
+	if (l->n > 1)
+		qsort(l->items, l->n, sizeof *l->items, cmp_str);
+}
+
+void strlist_free(struct strlist *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->items[i]);
+	free(l->items);
+	l->items = NULL;
+	l->n = l->cap = 0;
+}

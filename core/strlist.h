@@ -1,0 +1,30 @@
+/* strlist: an owned, growable list of strings. */
+#ifndef SKILLFS_STRLIST_H
+#define SKILLFS_STRLIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct strlist {
+	char **items;
+	size_t n;
+	size_t cap;
+};
+
+/* Appends a copy of s. Returns 0 or -1 on allocation failure. */
+int strlist_add(struct strlist *l, const char *s);
+/* Appends a printf-formatted string. Returns 0 or -1. */
+int strlist_addf(struct strlist *l, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Takes ownership of s (freed on failure). Returns 0 or -1. */
+int strlist_add_owned(struct strlist *l, char *s);
+/* True when s is in the list (exact match). */
+bool strlist_has(const struct strlist *l, const char *s);
+/* Appends copies of every item of src. Returns 0 or -1. */
+int strlist_extend(struct strlist *l, const struct strlist *src);
+/* Sorts the list bytewise (strcmp order). */
+void strlist_sort(struct strlist *l);
+/* Frees every item and the array; leaves l empty and reusable. */
+void strlist_free(struct strlist *l);
+
+#endif
