@@ -1,0 +1,307 @@
+#include "catalog.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A skill found while scanning, before duplicates are settled. */
+struct found {
+	struct skill *skill;
+	size_t source;
+	size_t order; /* scan order, to keep the first of equal names */
+};
+
+struct found_list {
+	struct found *items;
+	size_t n, cap;
+};
+
+static int found_add(struct found_list *l, struct skill *s, size_t source)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		struct found *p = realloc(l->items, cap * sizeof *p);
+		if (!p)
+			return -1;
+		l->items = p;
+		l->cap = cap;
+	}
+	l->items[l->n] = (struct found){ s, source, l->n };
+	l->n++;
+	return 0;
+}
+
+static int cmp_found(const void *a, const void *b)
+{
+	const struct found *x = a, *y = b;
+	int c = strcmp(x->skill->name, y->skill->name);
+	if (c)
+		return c;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static int cmp_entry_dir(const void *a, const void *b)
+{
+	const struct catalog_entry *x = *(const struct catalog_entry *const *)a;
+	const struct catalog_entry *y = *(const struct catalog_entry *const *)b;
+	return strcmp(x->skill->dir, y->skill->dir);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The previous catalogue's entries sorted by directory, for reuse. */
+struct reuse_index {
+	const struct catalog_entry **by_dir;
+	size_t n;
+};
+
+static struct skill *reuse_lookup(const struct reuse_index *ri, const char *dir,
+				  const struct stat *st, const struct strlist *dirty)
+{
+	if (!ri->n)
+		return NULL;
+	if (dirty && dirty->n &&
+	    bsearch(&dir, dirty->items, dirty->n, sizeof(char *), cmp_str))
+		return NULL;
+	size_t lo = 0, hi = ri->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(dir, ri->by_dir[mid]->skill->dir);
+		if (c == 0) {
+			struct skill *s = ri->by_dir[mid]->skill;
+			return skill_same_file(s, st) ? skill_ref(s) : NULL;
+		}
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return NULL;
+}
+
+/* Loads (or reuses) the skill in dir and appends it. Returns 0, or -1 on
+ * ENOMEM. A directory without SKILL.md is not a skill and is skipped. */
+static int scan_skill_dir(const char *dir, size_t source, const struct reuse_index *ri,
+			  const struct skill_limits *lim, const struct strlist *dirty,
+			  struct found_list *out)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	if (snprintf(path, sizeof path, "%s/SKILL.md", dir) >= (int)sizeof path)
+		return 0;
+	if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return 0;
+	struct skill *s = reuse_lookup(ri, dir, &st, dirty);
+	if (!s)
+		s = skill_load(dir, lim);
+	if (!s)
+		return -1;
+	if (found_add(out, s, source) < 0) {
+		skill_unref(s);
+		return -1;
+	}
+	return 0;
+}
+
+static int scan_source(const struct source *src, size_t source, const struct reuse_index *ri,
+		       const struct skill_limits *lim, const struct strlist *dirty,
+		       struct found_list *out, struct strlist *warnings)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	if (snprintf(path, sizeof path, "%s/SKILL.md", src->path) < (int)sizeof path &&
+	    lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+		return scan_skill_dir(src->path, source, ri, lim, dirty, out);
+
+	DIR *d = opendir(src->path);
+	if (!d)
+		return strlist_addf(warnings, "source %s: %s", src->path, strerror(errno));
+	struct strlist names = { 0 };
+	int rc = 0;
+	struct dirent *de;
+	errno = 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (de->d_type != DT_DIR && de->d_type != DT_LNK && de->d_type != DT_UNKNOWN)
+			continue;
+		if (strlist_add(&names, de->d_name) < 0) {
+			rc = -1;
+			break;
+		}
+	}
+	closedir(d);
+	strlist_sort(&names);
+	for (size_t i = 0; rc == 0 && i < names.n; i++) {
+		if (snprintf(path, sizeof path, "%s/%s", src->path, names.items[i]) >=
+		    (int)sizeof path)
+			continue;
+		if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		rc = scan_skill_dir(path, source, ri, lim, dirty, out);
+	}
+	strlist_free(&names);
+	return rc;
+}
+
+long catalog_index(const struct catalog *cat, const char *name)
+{
+	size_t lo = 0, hi = cat ? cat->n : 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(name, cat->entries[mid].skill->name);
+		if (c == 0)
+			return (long)mid;
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return -1;
+}
+
+const struct catalog_entry *catalog_find(const struct catalog *cat, const char *name)
+{
+	long i = catalog_index(cat, name);
+	return i < 0 ? NULL : &cat->entries[i];
+}
+
+/* Depth-first walk of front-matter sub-skill references from entry i,
+ * collecting each reachable skill once and warning on cycles and missing
+ * names. stack holds the current path (for cycle detection). */
+static int resolve_refs(struct catalog *cat, size_t root, size_t i,
+			size_t *stack, size_t depth, struct catalog_entry *e)
+{
+	const struct skill *s = cat->entries[i].skill;
+	for (size_t k = 0; k < s->sub_skill_refs.n; k++) {
+		const char *ref = s->sub_skill_refs.items[k];
+		long j = catalog_index(cat, ref);
+		if (j < 0) {
+			if (i == root &&
+			    strlist_addf(&e->warnings, "sub-skill '%s' not found", ref) < 0)
+				return -1;
+			continue;
+		}
+		bool on_stack = (size_t)j == root;
+		for (size_t d = 0; d < depth && !on_stack; d++)
+			on_stack = stack[d] == (size_t)j;
+		if (on_stack) {
+			if (strlist_addf(&e->warnings, "sub-skill cycle: '%s' -> '%s'",
+					 s->name, ref) < 0)
+				return -1;
+			continue;
+		}
+		bool seen = false;
+		for (size_t m = 0; m < e->nref_subs && !seen; m++)
+			seen = e->ref_subs[m] == (size_t)j;
+		if (seen)
+			continue;
+		size_t *p = realloc(e->ref_subs, (e->nref_subs + 1) * sizeof *p);
+		if (!p)
+			return -1;
+		e->ref_subs = p;
+		e->ref_subs[e->nref_subs++] = (size_t)j;
+		cat->entries[j].is_referenced_sub = true;
+		if (depth + 1 >= 64)
+			continue; /* deeper chains are cut; they are still listed once */
+		stack[depth] = (size_t)j;
+		if (resolve_refs(cat, root, (size_t)j, stack, depth + 1, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+struct catalog *catalog_build(const struct config *c, const struct catalog *prev,
+			      const struct skill_limits *lim, const struct strlist *dirty)
+{
+	struct catalog *cat = calloc(1, sizeof *cat);
+	struct found_list found = { 0 };
+	struct reuse_index ri = { 0 };
+	struct strlist dirty_sorted = { 0 };
+	if (!cat)
+		return NULL;
+	if (dirty && (strlist_extend(&dirty_sorted, dirty) < 0))
+		goto fail;
+	strlist_sort(&dirty_sorted);
+	if (prev && prev->n) {
+		ri.by_dir = malloc(prev->n * sizeof *ri.by_dir);
+		if (!ri.by_dir)
+			goto fail;
+		for (size_t i = 0; i < prev->n; i++)
+			ri.by_dir[i] = &prev->entries[i];
+		ri.n = prev->n;
+		qsort(ri.by_dir, ri.n, sizeof *ri.by_dir, cmp_entry_dir);
+	}
+	for (size_t i = 0; i < c->nsources; i++)
+		if (scan_source(&c->sources[i], i, &ri, lim, &dirty_sorted, &found,
+				&cat->warnings) < 0)
+			goto fail;
+	free(ri.by_dir);
+	ri.by_dir = NULL;
+	strlist_free(&dirty_sorted);
+
+	qsort(found.items, found.n, sizeof *found.items, cmp_found);
+	cat->entries = calloc(found.n ? found.n : 1, sizeof *cat->entries);
+	if (!cat->entries)
+		goto fail;
+	for (size_t i = 0; i < found.n; i++) {
+		struct found *f = &found.items[i];
+		if (cat->n && strcmp(cat->entries[cat->n - 1].skill->name, f->skill->name) == 0) {
+			const struct catalog_entry *w = &cat->entries[cat->n - 1];
+			if (strlist_addf(&cat->warnings,
+					 "skill '%s' in %s is shadowed by the one in %s",
+					 f->skill->name, f->skill->dir, w->skill->dir) < 0)
+				goto fail;
+			skill_unref(f->skill);
+			f->skill = NULL;
+			continue;
+		}
+		struct catalog_entry *e = &cat->entries[cat->n++];
+		e->skill = f->skill;
+		f->skill = NULL;
+		e->source = f->source;
+		e->trust = config_skill_trust(c, e->skill->name, c->sources[f->source].trust);
+		e->disabled = config_skill_disabled(c, e->skill->name);
+	}
+	free(found.items);
+	found.items = NULL;
+
+	size_t stack[64];
+	for (size_t i = 0; i < cat->n; i++)
+		if (cat->entries[i].skill->sub_skill_refs.n &&
+		    resolve_refs(cat, i, i, stack, 0, &cat->entries[i]) < 0)
+			goto fail;
+	return cat;
+fail:
+	for (size_t i = 0; i < found.n; i++)
+		if (found.items[i].skill)
+			skill_unref(found.items[i].skill);
+	free(found.items);
+	free(ri.by_dir);
+	strlist_free(&dirty_sorted);
+	catalog_free(cat);
+	return NULL;
+}
+
+void catalog_free(struct catalog *cat)
+{
+	if (!cat)
+		return;
+	for (size_t i = 0; i < cat->n; i++) {
+		skill_unref(cat->entries[i].skill);
+		strlist_free(&cat->entries[i].warnings);
+		free(cat->entries[i].ref_subs);
+	}
+	free(cat->entries);
+	strlist_free(&cat->warnings);
+	free(cat);
+}

@@ -1,0 +1,1225 @@
+/* config: reads and validates the instance configuration (DESIGN.md
+ * sections 3 and 9) with the libyaml document API.
+ *
+ * Conventions of the reader:
+ * - A key whose value is null (`key:`, `key: ~`) reads as absent: the
+ *   default applies.
+ * - An unknown key is a warning; a known key given twice is an error.
+ * - skills.maxBytes and skills.listingMaxBytes fall back to their defaults
+ *   when empty, non-numeric or <= 0 (section 3); that is a rule, not an
+ *   error, so only a warning is recorded for a non-empty bad value.
+ * - Trust of a source or a per-skill override: a missing or unknown level
+ *   reads as untrusted (D2), with a warning for an unknown one, which can only
+ *   narrow what a skill gets. skills.minTrustLevel is different: it is the
+ *   floor, and reading an unknown floor as "untrusted" would widen the set of
+ *   effective skills, so an unknown floor is an error.
+ * - Relative paths (sources[].path, state, model.command[0] when it holds a
+ *   '/') resolve against the config file's directory and are normalised
+ *   lexically (".", ".." and repeated slashes removed; symlinks are not
+ *   followed, the path need not exist).
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <yaml.h>
+
+#include "buf.h"
+
+/* A config file larger than this is refused (it is a few KiB in practice). */
+#define CONFIG_MAX_FILE_BYTES (4L * 1024 * 1024)
+/* Room for a full dotted key; names from the file are clipped in keys. */
+#define KEY_MAX 256
+#define WORKERS_MAX 64
+#define CONFIG_NAME_MAX 64
+
+const char *const config_builtin_tools[] = {
+	"bash", "python", "terminal", "read", "write", "edit",
+	"webfetch", "run_skill", "learn_skill", "ask_user",
+};
+const size_t config_builtin_tools_n =
+	sizeof config_builtin_tools / sizeof config_builtin_tools[0];
+
+/* ---- paths ------------------------------------------------------------ */
+
+/* Joins base and p (p wins when absolute) and normalises lexically.
+ * Returns a new string or NULL on ENOMEM. */
+static char *path_resolve(const char *base, const char *p)
+{
+	struct buf in = {0};
+	if (p[0] != '/' && base) {
+		if (buf_puts(&in, base) < 0 || buf_puts(&in, "/") < 0)
+			goto oom;
+	}
+	if (buf_puts(&in, p) < 0)
+		goto oom;
+
+	/* Normalise in place: the output never outgrows the input. */
+	char *s = in.data;
+	size_t o = 0;
+	for (size_t i = 0; s[i];) {
+		while (s[i] == '/')
+			i++;
+		if (!s[i])
+			break;
+		size_t j = i;
+		while (s[j] && s[j] != '/')
+			j++;
+		size_t len = j - i;
+		if (len == 1 && s[i] == '.') {
+			/* skip */
+		} else if (len == 2 && s[i] == '.' && s[i + 1] == '.') {
+			while (o > 0 && s[o - 1] != '/')
+				o--;
+			if (o > 0)
+				o--; /* drop the slash before the component */
+		} else {
+			s[o++] = '/';
+			memmove(s + o, s + i, len);
+			o += len;
+		}
+		i = j;
+	}
+	if (o == 0)
+		s[o++] = '/';
+	s[o] = '\0';
+	return s;
+oom:
+	buf_free(&in);
+	return NULL;
+}
+
+/* The current directory as a new string, or NULL (errno set). */
+static char *cwd_dup(void)
+{
+	return getcwd(NULL, 0);
+}
+
+/* p made absolute against the current directory, normalised; NULL on
+ * failure (errno set). */
+static char *path_absolute(const char *p)
+{
+	if (p[0] == '/')
+		return path_resolve(NULL, p);
+	char *cwd = cwd_dup();
+	if (!cwd)
+		return NULL;
+	char *r = path_resolve(cwd, p);
+	free(cwd);
+	return r;
+}
+
+/* ---- the reader's context --------------------------------------------- */
+
+struct ctx {
+	const char *file;     /* name used in messages */
+	const char *base_dir; /* absolute */
+	yaml_document_t *doc;
+	struct config *c;
+	char *err;
+};
+
+static unsigned long line_of(const yaml_node_t *n)
+{
+	return n ? (unsigned long)n->start_mark.line + 1 : 0;
+}
+
+/* Records the first error: "file:line: key: message". Returns -1. */
+__attribute__((format(printf, 4, 5)))
+static int fail(struct ctx *x, const yaml_node_t *n, const char *key,
+		const char *fmt, ...)
+{
+	if (x->err)
+		return -1;
+	struct buf b = {0};
+	va_list ap;
+	int r = buf_printf(&b, "%s:%lu: ", x->file, line_of(n));
+	if (r == 0 && key && key[0])
+		r = buf_printf(&b, "%s: ", key);
+	if (r == 0) {
+		va_start(ap, fmt);
+		r = buf_vprintf(&b, fmt, ap);
+		va_end(ap);
+	}
+	x->err = r == 0 ? buf_steal(&b, NULL) : NULL;
+	buf_free(&b);
+	if (!x->err)
+		x->err = strdup("out of memory");
+	return -1;
+}
+
+static int fail_oom(struct ctx *x)
+{
+	if (!x->err)
+		x->err = strdup("out of memory");
+	return -1;
+}
+
+/* Adds "file:line: message" to the warnings. Returns 0, or -1 on ENOMEM. */
+__attribute__((format(printf, 3, 4)))
+static int warn(struct ctx *x, const yaml_node_t *n, const char *fmt, ...)
+{
+	struct buf b = {0};
+	va_list ap;
+	int r = buf_printf(&b, "%s:%lu: ", x->file, line_of(n));
+	if (r == 0) {
+		va_start(ap, fmt);
+		r = buf_vprintf(&b, fmt, ap);
+		va_end(ap);
+	}
+	char *s = r == 0 ? buf_steal(&b, NULL) : NULL;
+	buf_free(&b);
+	if (!s || strlist_add_owned(&x->c->warnings, s) < 0)
+		return fail_oom(x);
+	return 0;
+}
+
+/* Ends a key clipped by snprintf with "..." so a message shows the cut. */
+static const char *key_clip(char *dst, int r)
+{
+	if (r >= KEY_MAX)
+		memcpy(dst + KEY_MAX - 4, "...", 4);
+	return dst;
+}
+
+/* "prefix.name" (or "name" at the top), clipped to KEY_MAX. */
+static const char *key_join(char *dst, const char *prefix, const char *name)
+{
+	if (prefix && prefix[0])
+		return key_clip(dst, snprintf(dst, KEY_MAX, "%s.%.64s", prefix, name));
+	return key_clip(dst, snprintf(dst, KEY_MAX, "%.64s", name));
+}
+
+/* "prefix[i]", clipped to KEY_MAX. */
+static const char *key_index(char *dst, const char *prefix, size_t i)
+{
+	return key_clip(dst, snprintf(dst, KEY_MAX, "%s[%zu]", prefix, i));
+}
+
+static yaml_node_t *node_at(struct ctx *x, int idx)
+{
+	return yaml_document_get_node(x->doc, idx);
+}
+
+static const char *scalar_value(const yaml_node_t *n)
+{
+	return (const char *)n->data.scalar.value;
+}
+
+static bool is_null(const yaml_node_t *n)
+{
+	if (!n)
+		return true;
+	if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return false;
+	const char *v = scalar_value(n);
+	return !strcmp(v, "") || !strcmp(v, "~") || !strcmp(v, "null") ||
+	       !strcmp(v, "Null") || !strcmp(v, "NULL");
+}
+
+static const char *node_kind(const yaml_node_t *n)
+{
+	switch (n->type) {
+	case YAML_MAPPING_NODE:
+		return "a mapping";
+	case YAML_SEQUENCE_NODE:
+		return "a list";
+	default:
+		return is_null(n) ? "nothing" : "a scalar";
+	}
+}
+
+/* A string scalar without NUL bytes; empty allowed only when allow_empty. */
+static int get_str(struct ctx *x, const yaml_node_t *n, const char *key,
+		   bool allow_empty, const char **out)
+{
+	if (n->type != YAML_SCALAR_NODE || (is_null(n) && !allow_empty))
+		return fail(x, n, key, "expected a string, got %s", node_kind(n));
+	if (strlen(scalar_value(n)) != n->data.scalar.length)
+		return fail(x, n, key, "string contains a NUL byte");
+	if (!allow_empty && n->data.scalar.length == 0)
+		return fail(x, n, key, "expected a non-empty string");
+	*out = scalar_value(n);
+	return 0;
+}
+
+/* Parses a whole decimal integer; false when s is not one or overflows. */
+static bool parse_long(const char *s, long *out)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	if (!*s)
+		return false;
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s)
+		return false;
+	while (*end == ' ' || *end == '\t')
+		end++;
+	if (*end)
+		return false;
+	*out = v;
+	return true;
+}
+
+static int get_long(struct ctx *x, const yaml_node_t *n, const char *key,
+		    long min, long max, long *out)
+{
+	long v;
+	if (n->type != YAML_SCALAR_NODE)
+		return fail(x, n, key, "expected an integer, got %s", node_kind(n));
+	if (!parse_long(scalar_value(n), &v))
+		return fail(x, n, key, "expected an integer, got '%.64s'", scalar_value(n));
+	if (v < min || v > max)
+		return fail(x, n, key, "expected an integer from %ld to %ld, got %ld",
+			    min, max, v);
+	*out = v;
+	return 0;
+}
+
+static int get_int(struct ctx *x, const yaml_node_t *n, const char *key,
+		   int min, int max, int *out)
+{
+	long v;
+	if (get_long(x, n, key, min, max, &v) < 0)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+static int get_bool(struct ctx *x, const yaml_node_t *n, const char *key, bool *out)
+{
+	static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "YES",
+					  "on", "On", "ON"};
+	static const char *const no[] = {"false", "False", "FALSE", "no", "No", "NO",
+					 "off", "Off", "OFF"};
+	if (n->type == YAML_SCALAR_NODE) {
+		for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) {
+			if (!strcmp(scalar_value(n), yes[i])) {
+				*out = true;
+				return 0;
+			}
+			if (!strcmp(scalar_value(n), no[i])) {
+				*out = false;
+				return 0;
+			}
+		}
+		return fail(x, n, key, "expected true or false, got '%.64s'",
+			    scalar_value(n));
+	}
+	return fail(x, n, key, "expected true or false, got %s", node_kind(n));
+}
+
+/* Reads a mapping with a fixed set of keys: out[i] is the value of names[i],
+ * or NULL when absent or null. Unknown keys are warnings; a repeated known
+ * key is an error. */
+static int get_fields(struct ctx *x, const yaml_node_t *n, const char *key,
+		      const char *const *names, size_t nnames, yaml_node_t **out)
+{
+	char k[KEY_MAX];
+	for (size_t i = 0; i < nnames; i++)
+		out[i] = NULL;
+	if (n->type != YAML_MAPPING_NODE)
+		return fail(x, n, key, "expected a mapping, got %s", node_kind(n));
+	bool seen[16] = {false}; /* every caller names at most 7 keys */
+	if (nnames > sizeof seen / sizeof *seen)
+		return fail(x, n, key, "internal error: too many keys");
+	for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
+	     p < n->data.mapping.pairs.top; p++) {
+		yaml_node_t *kn = node_at(x, p->key);
+		yaml_node_t *vn = node_at(x, p->value);
+		const char *name;
+		if (!kn || !vn)
+			return fail(x, n, key, "malformed mapping");
+		if (kn->type != YAML_SCALAR_NODE)
+			return fail(x, kn, key, "expected a string key, got %s", node_kind(kn));
+		name = scalar_value(kn);
+		size_t i = 0;
+		while (i < nnames && strcmp(names[i], name) != 0)
+			i++;
+		if (i == nnames) {
+			if (warn(x, kn, "unknown key '%s'", key_join(k, key, name)) < 0)
+				return -1;
+			continue;
+		}
+		if (seen[i])
+			return fail(x, kn, key_join(k, key, name), "key given twice");
+		seen[i] = true;
+		out[i] = is_null(vn) ? NULL : vn;
+	}
+	return 0;
+}
+
+/* A list node, or an error naming the key. */
+static int want_seq(struct ctx *x, const yaml_node_t *n, const char *key)
+{
+	if (n->type != YAML_SEQUENCE_NODE)
+		return fail(x, n, key, "expected a list, got %s", node_kind(n));
+	return 0;
+}
+
+static size_t seq_len(const yaml_node_t *n)
+{
+	return (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+}
+
+/* Item i of a list node (NULL only for a malformed document). */
+static yaml_node_t *seq_item(struct ctx *x, const yaml_node_t *n, size_t i)
+{
+	return node_at(x, n->data.sequence.items.start[i]);
+}
+
+static char *str_lower(const char *s)
+{
+	char *r = strdup(s);
+	if (r)
+		for (char *p = r; *p; p++)
+			*p = (char)tolower((unsigned char)*p);
+	return r;
+}
+
+/* A trust level where D2 applies: unknown reads as untrusted, warned. */
+static int get_trust_lenient(struct ctx *x, const yaml_node_t *n, const char *key,
+			     enum trust *out)
+{
+	*out = TRUST_UNTRUSTED;
+	if (!n)
+		return 0; /* missing: untrusted */
+	if (n->type != YAML_SCALAR_NODE)
+		return fail(x, n, key, "expected a trust level, got %s", node_kind(n));
+	if (!trust_parse(scalar_value(n), out))
+		return warn(x, n, "%s: unknown trust level '%.64s', read as untrusted",
+			    key, scalar_value(n));
+	return 0;
+}
+
+/* ---- sections ---------------------------------------------------------- */
+
+static int add_source(struct config *c, char *abs, enum trust t)
+{
+	struct source *s = realloc(c->sources, (c->nsources + 1) * sizeof *s);
+	if (!s) {
+		free(abs);
+		return -1;
+	}
+	c->sources = s;
+	s[c->nsources].path = abs;
+	s[c->nsources].trust = t;
+	c->nsources++;
+	return 0;
+}
+
+static int parse_sources(struct ctx *x, const yaml_node_t *n)
+{
+	static const char *const names[] = {"path", "trust"};
+	yaml_node_t *f[2];
+	char k[KEY_MAX], kk[KEY_MAX];
+	if (want_seq(x, n, "sources") < 0)
+		return -1;
+	for (size_t i = 0; i < seq_len(n); i++) {
+		yaml_node_t *item = seq_item(x, n, i);
+		const char *path;
+		enum trust t;
+		key_index(k, "sources", i);
+		if (!item)
+			return fail(x, n, k, "malformed list");
+		if (get_fields(x, item, k, names, 2, f) < 0)
+			return -1;
+		if (!f[0])
+			return fail(x, item, key_join(kk, k, "path"), "missing");
+		if (get_str(x, f[0], key_join(kk, k, "path"), false, &path) < 0)
+			return -1;
+		if (get_trust_lenient(x, f[1], key_join(kk, k, "trust"), &t) < 0)
+			return -1;
+		char *abs = path_resolve(x->base_dir, path);
+		if (!abs || add_source(x->c, abs, t) < 0)
+			return fail_oom(x);
+	}
+	return 0;
+}
+
+/* skills.maxBytes / listingMaxBytes: the section 3 fallback rule. */
+static int get_budget(struct ctx *x, const yaml_node_t *n, const char *key,
+		      long dflt, long *out)
+{
+	long v;
+	*out = dflt;
+	if (!n)
+		return 0; /* absent or empty: the default, silently */
+	if (n->type == YAML_SCALAR_NODE && parse_long(scalar_value(n), &v) && v > 0) {
+		*out = v;
+		return 0;
+	}
+	if (n->type == YAML_SCALAR_NODE && n->data.scalar.length == 0)
+		return 0; /* quoted empty string: still empty */
+	if (n->type == YAML_SCALAR_NODE)
+		return warn(x, n, "%s: '%.64s' is not a positive integer; using the default %ld",
+			    key, scalar_value(n), dflt);
+	return warn(x, n, "%s: %s is not a positive integer; using the default %ld",
+		    key, node_kind(n), dflt);
+}
+
+static int parse_str_list(struct ctx *x, const yaml_node_t *n, const char *key,
+			  struct strlist *out)
+{
+	char k[KEY_MAX];
+	const char *s;
+	if (want_seq(x, n, key) < 0)
+		return -1;
+	for (size_t i = 0; i < seq_len(n); i++) {
+		yaml_node_t *item = seq_item(x, n, i);
+		if (!item)
+			return fail(x, n, key, "malformed list");
+		if (get_str(x, item, key_index(k, key, i), false, &s) < 0)
+			return -1;
+		if (strlist_add(out, s) < 0)
+			return fail_oom(x);
+	}
+	return 0;
+}
+
+static int parse_trust_map(struct ctx *x, const yaml_node_t *n)
+{
+	const char *key = "skills.trust";
+	char k[KEY_MAX];
+	struct config *c = x->c;
+	if (n->type != YAML_MAPPING_NODE)
+		return fail(x, n, key, "expected a mapping of skill to trust level, got %s",
+			    node_kind(n));
+	for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
+	     p < n->data.mapping.pairs.top; p++) {
+		yaml_node_t *kn = node_at(x, p->key), *vn = node_at(x, p->value);
+		const char *skill;
+		enum trust t;
+		if (!kn || !vn)
+			return fail(x, n, key, "malformed mapping");
+		if (get_str(x, kn, key, false, &skill) < 0)
+			return -1;
+		key_join(k, key, skill);
+		for (size_t i = 0; i < c->ntrust_overrides; i++)
+			if (!strcmp(c->trust_overrides[i].skill, skill))
+				return fail(x, kn, k, "key given twice");
+		if (get_trust_lenient(x, is_null(vn) ? NULL : vn, k, &t) < 0)
+			return -1;
+		struct trust_override *o = realloc(c->trust_overrides,
+						   (c->ntrust_overrides + 1) * sizeof *o);
+		if (!o)
+			return fail_oom(x);
+		c->trust_overrides = o;
+		o[c->ntrust_overrides].skill = strdup(skill);
+		if (!o[c->ntrust_overrides].skill)
+			return fail_oom(x);
+		o[c->ntrust_overrides].trust = t;
+		c->ntrust_overrides++;
+	}
+	return 0;
+}
+
+static int parse_skills(struct ctx *x, const yaml_node_t *n)
+{
+	static const char *const names[] = {"maxBytes", "listingMaxBytes",
+		"execution_mode", "minTrustLevel", "disabled", "trust"};
+	yaml_node_t *f[6];
+	struct config *c = x->c;
+	const char *s;
+	if (get_fields(x, n, "skills", names, 6, f) < 0)
+		return -1;
+	if (get_budget(x, f[0], "skills.maxBytes", CONFIG_DEFAULT_MAX_BYTES,
+		       &c->max_bytes) < 0 ||
+	    get_budget(x, f[1], "skills.listingMaxBytes",
+		       CONFIG_DEFAULT_LISTING_MAX_BYTES, &c->listing_max_bytes) < 0)
+		return -1;
+	if (f[2]) {
+		if (f[2]->type != YAML_SCALAR_NODE)
+			return fail(x, f[2], "skills.execution_mode",
+				    "expected 'inline' or 'subagent', got %s", node_kind(f[2]));
+		s = scalar_value(f[2]);
+		if (!strcmp(s, "inline"))
+			c->execution_mode = EXEC_INLINE;
+		else if (!strcmp(s, "subagent"))
+			c->execution_mode = EXEC_SUBAGENT;
+		else
+			return fail(x, f[2], "skills.execution_mode",
+				    "expected 'inline' or 'subagent', got '%.64s'", s);
+	}
+	if (f[3]) {
+		/* The floor: unknown is an error, see the top of this file. */
+		if (f[3]->type != YAML_SCALAR_NODE ||
+		    !trust_parse(scalar_value(f[3]), &c->min_trust))
+			return fail(x, f[3], "skills.minTrustLevel",
+				    "expected untrusted, community, verified or first_party, got '%.64s'",
+				    f[3]->type == YAML_SCALAR_NODE ? scalar_value(f[3])
+								   : node_kind(f[3]));
+	}
+	if (f[4] && parse_str_list(x, f[4], "skills.disabled", &c->disabled) < 0)
+		return -1;
+	if (f[5] && parse_trust_map(x, f[5]) < 0)
+		return -1;
+	return 0;
+}
+
+static bool is_builtin_tool(const char *name)
+{
+	for (size_t i = 0; i < config_builtin_tools_n; i++)
+		if (!strcmp(config_builtin_tools[i], name))
+			return true;
+	return false;
+}
+
+static int fail_unknown_tool(struct ctx *x, const yaml_node_t *n, const char *key,
+			     const char *name)
+{
+	struct buf known = {0};
+	for (size_t i = 0; i < config_builtin_tools_n; i++)
+		if (buf_printf(&known, "%s%s", i ? ", " : "", config_builtin_tools[i]) < 0) {
+			buf_free(&known);
+			return fail_oom(x);
+		}
+	fail(x, n, key, "unknown tool '%.64s' (built-in tools: %s)", name, known.data);
+	buf_free(&known);
+	return -1;
+}
+
+/* tools.registered (approval false: each a built-in tool) or tools.approval
+ * (each already registered): lower-cased names; a repeated name is kept once
+ * with a warning. */
+static int parse_tool_list(struct ctx *x, const yaml_node_t *n, const char *key,
+			   struct strlist *out, bool approval)
+{
+	char k[KEY_MAX];
+	const char *s;
+	if (want_seq(x, n, key) < 0)
+		return -1;
+	for (size_t i = 0; i < seq_len(n); i++) {
+		yaml_node_t *item = seq_item(x, n, i);
+		if (!item)
+			return fail(x, n, key, "malformed list");
+		key_index(k, key, i);
+		if (get_str(x, item, k, false, &s) < 0)
+			return -1;
+		char *name = str_lower(s);
+		if (!name)
+			return fail_oom(x);
+		int bad = 0;
+		if (!approval && !is_builtin_tool(name))
+			bad = fail_unknown_tool(x, item, k, s);
+		else if (approval && !strlist_has(&x->c->registered_tools, name))
+			bad = fail(x, item, k, "tool '%.64s' is not in tools.registered", s);
+		else if (strlist_has(out, name))
+			bad = warn(x, item, "%s: tool '%.64s' listed twice", k, name);
+		else if (strlist_add(out, name) < 0)
+			bad = fail_oom(x);
+		free(name);
+		if (bad < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int set_builtin_tools(struct config *c)
+{
+	strlist_free(&c->registered_tools);
+	for (size_t i = 0; i < config_builtin_tools_n; i++)
+		if (strlist_add(&c->registered_tools, config_builtin_tools[i]) < 0)
+			return -1;
+	return 0;
+}
+
+static int parse_tools(struct ctx *x, const yaml_node_t *n)
+{
+	static const char *const names[] = {"registered", "approval"};
+	yaml_node_t *f[2];
+	struct config *c = x->c;
+	if (get_fields(x, n, "tools", names, 2, f) < 0)
+		return -1;
+	if (f[0]) {
+		strlist_free(&c->registered_tools);
+		if (parse_tool_list(x, f[0], "tools.registered", &c->registered_tools,
+				    false) < 0)
+			return -1;
+	}
+	/* Approval names are checked against the final registered list. */
+	if (f[1] && parse_tool_list(x, f[1], "tools.approval", &c->approval_tools,
+				    true) < 0)
+		return -1;
+	return 0;
+}
+
+static int parse_command(struct ctx *x, const yaml_node_t *n, struct strlist *out)
+{
+	const char *key = "model.command";
+	if (n->type == YAML_SCALAR_NODE) {
+		const char *s;
+		if (get_str(x, n, key, false, &s) < 0)
+			return -1;
+		const char *ws = " \t\r\n";
+		for (s += strspn(s, ws); *s; s += strspn(s, ws)) {
+			size_t len = strcspn(s, ws);
+			if (strlist_add_owned(out, strndup(s, len)) < 0)
+				return fail_oom(x);
+			s += len;
+		}
+	} else if (n->type == YAML_SEQUENCE_NODE) {
+		if (parse_str_list(x, n, key, out) < 0)
+			return -1;
+	} else {
+		return fail(x, n, key, "expected a list of strings or a string, got %s",
+			    node_kind(n));
+	}
+	if (out->n == 0)
+		return fail(x, n, key, "expected a program to run, got nothing");
+	char *argv0 = out->items[0];
+	if (argv0[0] != '/' && strchr(argv0, '/')) {
+		char *abs = path_resolve(x->base_dir, argv0);
+		if (!abs)
+			return fail_oom(x);
+		free(argv0);
+		out->items[0] = abs;
+	}
+	return 0;
+}
+
+static int dup_field(struct ctx *x, const yaml_node_t *n, const char *key, char **out)
+{
+	const char *s;
+	if (!n)
+		return 0;
+	if (get_str(x, n, key, false, &s) < 0)
+		return -1;
+	char *d = strdup(s);
+	if (!d)
+		return fail_oom(x);
+	free(*out);
+	*out = d;
+	return 0;
+}
+
+static int parse_model(struct ctx *x, const yaml_node_t *n)
+{
+	static const char *const names[] = {"provider", "command", "base_url",
+		"model", "api_key_env", "timeout"};
+	yaml_node_t *f[6];
+	struct model_config *m = &x->c->model;
+	if (get_fields(x, n, "model", names, 6, f) < 0)
+		return -1;
+	if (dup_field(x, f[0], "model.provider", &m->provider) < 0)
+		return -1;
+	if (strcmp(m->provider, "echo") && strcmp(m->provider, "command") &&
+	    strcmp(m->provider, "openai"))
+		return fail(x, f[0], "model.provider",
+			    "expected 'echo', 'command' or 'openai', got '%.64s'", m->provider);
+	if (f[1] && parse_command(x, f[1], &m->command) < 0)
+		return -1;
+	if (dup_field(x, f[2], "model.base_url", &m->base_url) < 0 ||
+	    dup_field(x, f[3], "model.model", &m->model) < 0 ||
+	    dup_field(x, f[4], "model.api_key_env", &m->api_key_env) < 0)
+		return -1;
+	if (m->base_url && strncmp(m->base_url, "http://", 7) &&
+	    strncmp(m->base_url, "https://", 8))
+		return fail(x, f[2], "model.base_url",
+			    "expected an http:// or https:// URL, got '%.64s'", m->base_url);
+	if (f[5] && get_int(x, f[5], "model.timeout", 1, INT_MAX, &m->timeout) < 0)
+		return -1;
+	if (!strcmp(m->provider, "command") && m->command.n == 0)
+		return fail(x, f[0], "model.command",
+			    "required when model.provider is 'command'");
+	if (!strcmp(m->provider, "openai") && !m->base_url)
+		return fail(x, f[0], "model.base_url",
+			    "required when model.provider is 'openai'");
+	return 0;
+}
+
+static int parse_runs(struct ctx *x, const yaml_node_t *n)
+{
+	static const char *const names[] = {"workers", "max_turns", "prompt_max_bytes"};
+	yaml_node_t *f[3];
+	struct config *c = x->c;
+	if (get_fields(x, n, "runs", names, 3, f) < 0)
+		return -1;
+	if (f[0] && get_int(x, f[0], "runs.workers", 1, WORKERS_MAX, &c->workers) < 0)
+		return -1;
+	if (f[1] && get_int(x, f[1], "runs.max_turns", 1, INT_MAX, &c->max_turns) < 0)
+		return -1;
+	if (f[2] && get_long(x, f[2], "runs.prompt_max_bytes", 1, LONG_MAX,
+			     &c->prompt_max_bytes) < 0)
+		return -1;
+	return 0;
+}
+
+static int parse_state(struct ctx *x, const yaml_node_t *n)
+{
+	const char *s;
+	if (get_str(x, n, "state", false, &s) < 0)
+		return -1;
+	free(x->c->state_path);
+	x->c->state_path = path_resolve(x->base_dir, s);
+	return x->c->state_path ? 0 : fail_oom(x);
+}
+
+/* 1-64 of A-Za-z0-9._- and not "." or "..": safe as a path component. */
+static bool config_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > CONFIG_NAME_MAX || !strcmp(s, ".") || !strcmp(s, ".."))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '.' && s[i] != '_' &&
+		    s[i] != '-')
+			return false;
+	return true;
+}
+
+static int add_attachment(struct configuration *cf, const char *name, bool enabled)
+{
+	struct attachment *a = realloc(cf->att, (cf->n + 1) * sizeof *a);
+	if (!a)
+		return -1;
+	cf->att = a;
+	a[cf->n].name = strdup(name);
+	if (!a[cf->n].name)
+		return -1;
+	a[cf->n].enabled = enabled;
+	cf->n++;
+	return 0;
+}
+
+static int parse_attachments(struct ctx *x, const yaml_node_t *n, const char *key,
+			     struct configuration *cf)
+{
+	static const char *const names[] = {"name", "enabled"};
+	yaml_node_t *f[2];
+	char k[KEY_MAX], kk[KEY_MAX];
+	if (want_seq(x, n, key) < 0)
+		return -1;
+	for (size_t i = 0; i < seq_len(n); i++) {
+		yaml_node_t *item = seq_item(x, n, i);
+		const char *name;
+		bool enabled = true;
+		if (!item)
+			return fail(x, n, key, "malformed list");
+		key_index(k, key, i);
+		if (item->type == YAML_SCALAR_NODE) {
+			if (get_str(x, item, k, false, &name) < 0)
+				return -1;
+		} else if (item->type == YAML_MAPPING_NODE) {
+			if (get_fields(x, item, k, names, 2, f) < 0)
+				return -1;
+			if (!f[0])
+				return fail(x, item, key_join(kk, k, "name"), "missing");
+			if (get_str(x, f[0], key_join(kk, k, "name"), false, &name) < 0)
+				return -1;
+			if (f[1] && get_bool(x, f[1], key_join(kk, k, "enabled"), &enabled) < 0)
+				return -1;
+		} else {
+			return fail(x, item, k, "expected a skill name or {name, enabled}, got %s",
+				    node_kind(item));
+		}
+		if (add_attachment(cf, name, enabled) < 0)
+			return fail_oom(x);
+	}
+	return 0;
+}
+
+static int parse_configurations(struct ctx *x, const yaml_node_t *n)
+{
+	static const char *const names[] = {"skills"};
+	const char *key = "configurations";
+	char k[KEY_MAX], kk[KEY_MAX];
+	struct config *c = x->c;
+	if (n->type != YAML_MAPPING_NODE)
+		return fail(x, n, key, "expected a mapping of name to configuration, got %s",
+			    node_kind(n));
+	for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
+	     p < n->data.mapping.pairs.top; p++) {
+		yaml_node_t *kn = node_at(x, p->key), *vn = node_at(x, p->value), *f[1];
+		const char *name;
+		if (!kn || !vn)
+			return fail(x, n, key, "malformed mapping");
+		if (get_str(x, kn, key, false, &name) < 0)
+			return -1;
+		key_join(k, key, name);
+		if (!config_name_ok(name))
+			return fail(x, kn, k, "bad configuration name '%.64s': use 1-64 of "
+				    "A-Za-z0-9._- (not '.' or '..')", name);
+		if (config_find(c, name))
+			return fail(x, kn, k, "configuration defined twice");
+		struct configuration *cs = realloc(c->configs, (c->nconfigs + 1) * sizeof *cs);
+		if (!cs)
+			return fail_oom(x);
+		c->configs = cs;
+		struct configuration *cf = &cs[c->nconfigs];
+		memset(cf, 0, sizeof *cf);
+		cf->name = strdup(name);
+		if (!cf->name)
+			return fail_oom(x);
+		c->nconfigs++;
+		if (is_null(vn))
+			continue; /* a configuration with no skills */
+		if (get_fields(x, vn, k, names, 1, f) < 0)
+			return -1;
+		if (f[0] && parse_attachments(x, f[0], key_join(kk, k, "skills"), cf) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- the document ------------------------------------------------------ */
+
+static int parse_root(struct ctx *x, const yaml_node_t *root)
+{
+	static const char *const names[] = {"sources", "skills", "tools", "model",
+		"runs", "state", "configurations"};
+	yaml_node_t *f[7];
+	if (is_null(root))
+		return 0; /* an empty document: every default, no configurations */
+	if (root->type != YAML_MAPPING_NODE)
+		return fail(x, root, NULL, "expected a mapping at the top level, got %s",
+			    node_kind(root));
+	if (get_fields(x, root, "", names, 7, f) < 0)
+		return -1;
+	if ((f[0] && parse_sources(x, f[0]) < 0) ||
+	    (f[1] && parse_skills(x, f[1]) < 0) ||
+	    (f[2] && parse_tools(x, f[2]) < 0) ||
+	    (f[3] && parse_model(x, f[3]) < 0) ||
+	    (f[4] && parse_runs(x, f[4]) < 0) ||
+	    (f[5] && parse_state(x, f[5]) < 0) ||
+	    (f[6] && parse_configurations(x, f[6]) < 0))
+		return -1;
+	return 0;
+}
+
+/* A config with every default and no sources or configurations. */
+static struct config *config_new(void)
+{
+	struct config *c = calloc(1, sizeof *c);
+	if (!c)
+		return NULL;
+	c->max_bytes = CONFIG_DEFAULT_MAX_BYTES;
+	c->listing_max_bytes = CONFIG_DEFAULT_LISTING_MAX_BYTES;
+	c->execution_mode = EXEC_INLINE;
+	c->min_trust = TRUST_UNTRUSTED;
+	c->workers = CONFIG_DEFAULT_WORKERS;
+	c->max_turns = CONFIG_DEFAULT_MAX_TURNS;
+	c->prompt_max_bytes = CONFIG_DEFAULT_PROMPT_MAX;
+	c->model.timeout = CONFIG_DEFAULT_MODEL_TIMEOUT;
+	c->model.provider = strdup("echo");
+	if (!c->model.provider || set_builtin_tools(c) < 0) {
+		config_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* The 1-based line of byte offset off in text. */
+static unsigned long line_at_offset(const char *text, size_t len, size_t off)
+{
+	unsigned long line = 1;
+	for (size_t i = 0; i < off && i < len; i++)
+		if (text[i] == '\n')
+			line++;
+	return line;
+}
+
+static int yaml_error(struct ctx *x, yaml_parser_t *p, const char *text, size_t len)
+{
+	char *msg = NULL;
+	int r;
+	if (p->error == YAML_MEMORY_ERROR)
+		return fail_oom(x);
+	if (p->error == YAML_READER_ERROR)
+		r = asprintf(&msg, "%s:%lu: cannot read YAML: %s at byte %zu", x->file,
+			     line_at_offset(text, len, p->problem_offset),
+			     p->problem ? p->problem : "bad input", p->problem_offset);
+	else if (p->context && p->context_mark.line != p->problem_mark.line)
+		r = asprintf(&msg, "%s:%lu: YAML syntax error: %s %s started at line %lu",
+			     x->file, (unsigned long)p->problem_mark.line + 1,
+			     p->problem ? p->problem : "unknown problem", p->context,
+			     (unsigned long)p->context_mark.line + 1);
+	else
+		r = asprintf(&msg, "%s:%lu: YAML syntax error: %s%s%s", x->file,
+			     (unsigned long)p->problem_mark.line + 1,
+			     p->problem ? p->problem : "unknown problem",
+			     p->context ? " " : "", p->context ? p->context : "");
+	if (r < 0)
+		return fail_oom(x);
+	x->err = msg;
+	return -1;
+}
+
+static void set_err(char **err, char *msg)
+{
+	if (err)
+		*err = msg ? msg : strdup("out of memory");
+	else
+		free(msg);
+}
+
+int config_parse(const char *text, size_t len, const char *path,
+		 const char *base_dir, struct config **out, char **err)
+{
+	struct ctx x = {.file = path ? path : "<config>"};
+	yaml_parser_t parser;
+	yaml_document_t doc, next;
+	bool have_doc = false, parser_ok = false;
+	char *base = NULL;
+	int rc = -1;
+
+	*out = NULL;
+	if (err)
+		*err = NULL;
+	x.c = config_new();
+	if (!x.c) {
+		fail_oom(&x);
+		goto done;
+	}
+	base = base_dir ? path_absolute(base_dir) : cwd_dup();
+	if (!base) {
+		char eb[128];
+		if (asprintf(&x.err, "%s: cannot resolve the base directory: %s", x.file,
+			     strerror_r(errno, eb, sizeof eb)) < 0)
+			x.err = NULL;
+		goto done;
+	}
+	x.c->base_dir = base;
+	x.base_dir = base;
+	if (path) {
+		x.c->path = path_absolute(path);
+		if (!x.c->path) {
+			fail_oom(&x);
+			goto done;
+		}
+	}
+
+	if (!yaml_parser_initialize(&parser)) {
+		fail_oom(&x);
+		goto done;
+	}
+	parser_ok = true;
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	if (!yaml_parser_load(&parser, &doc)) {
+		yaml_error(&x, &parser, text, len);
+		goto done;
+	}
+	have_doc = true;
+	x.doc = &doc;
+	if (parse_root(&x, yaml_document_get_root_node(&doc)) < 0)
+		goto done;
+	/* Only the first document is read; a further one is a mistake worth
+	 * a warning, and a syntax error after it is still an error. */
+	if (!yaml_parser_load(&parser, &next)) {
+		yaml_error(&x, &parser, text, len);
+		goto done;
+	}
+	yaml_node_t *extra = yaml_document_get_root_node(&next);
+	int w = extra ? warn(&x, extra, "only the first YAML document is read") : 0;
+	yaml_document_delete(&next);
+	if (w < 0)
+		goto done;
+	rc = 0;
+done:
+	if (have_doc)
+		yaml_document_delete(&doc);
+	if (parser_ok)
+		yaml_parser_delete(&parser);
+	if (rc == 0) {
+		*out = x.c;
+		free(x.err);
+	} else {
+		config_free(x.c);
+		set_err(err, x.err);
+	}
+	return rc;
+}
+
+/* Reads a whole regular file of at most CONFIG_MAX_FILE_BYTES. */
+static int read_file(const char *path, struct buf *b, char **err)
+{
+	char eb[128];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0)
+		goto sys;
+	if (fstat(fd, &st) < 0)
+		goto sys;
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		if (err && asprintf(err, "%s: not a regular file", path) < 0)
+			*err = NULL;
+		return -1;
+	}
+	for (;;) {
+		char chunk[8192];
+		ssize_t r = read(fd, chunk, sizeof chunk);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			goto sys;
+		if (r == 0)
+			break;
+		if (b->len + (size_t)r > CONFIG_MAX_FILE_BYTES) {
+			close(fd);
+			if (err && asprintf(err, "%s: larger than %ld bytes", path,
+					    CONFIG_MAX_FILE_BYTES) < 0)
+				*err = NULL;
+			return -1;
+		}
+		if (buf_append(b, chunk, (size_t)r) < 0)
+			goto sys;
+	}
+	close(fd);
+	return 0;
+sys: {
+	int e = errno;
+	if (fd >= 0)
+		close(fd);
+	if (err && asprintf(err, "%s: cannot read the config file: %s", path,
+			    strerror_r(e, eb, sizeof eb)) < 0)
+		*err = NULL;
+	return -1;
+}
+}
+
+int config_load(const char *path, struct config **out, char **err)
+{
+	struct buf b = {0};
+	*out = NULL;
+	if (err)
+		*err = NULL;
+	if (read_file(path, &b, err) < 0) {
+		buf_free(&b);
+		if (err && !*err)
+			*err = strdup("out of memory");
+		return -1;
+	}
+	char *abs = path_absolute(path);
+	if (!abs) {
+		buf_free(&b);
+		set_err(err, NULL);
+		return -1;
+	}
+	/* The directory of the file: cut at the last slash ("/" stays). */
+	char *dir = strdup(abs);
+	if (!dir) {
+		free(abs);
+		buf_free(&b);
+		set_err(err, NULL);
+		return -1;
+	}
+	char *slash = strrchr(dir, '/');
+	slash[slash == dir ? 1 : 0] = '\0';
+	int rc = config_parse(b.data ? b.data : "", b.len, path, dir, out, err);
+	if (rc == 0) {
+		free((*out)->path);
+		(*out)->path = abs;
+	} else {
+		free(abs);
+	}
+	free(dir);
+	buf_free(&b);
+	return rc;
+}
+
+struct config *config_default(const char *const *dirs, size_t ndirs)
+{
+	struct config *c = config_new();
+	if (!c)
+		return NULL;
+	c->base_dir = cwd_dup();
+	if (!c->base_dir || config_add_sources(c, dirs, ndirs) < 0)
+		goto fail;
+	c->configs = calloc(1, sizeof *c->configs);
+	if (!c->configs)
+		goto fail;
+	c->configs[0].name = strdup("default");
+	if (!c->configs[0].name)
+		goto fail;
+	c->configs[0].attach_all = true;
+	c->nconfigs = 1;
+	return c;
+fail:
+	config_free(c);
+	return NULL;
+}
+
+int config_add_sources(struct config *c, const char *const *dirs, size_t ndirs)
+{
+	for (size_t i = 0; i < ndirs; i++) {
+		char *abs = path_absolute(dirs[i]);
+		if (!abs || add_source(c, abs, TRUST_FIRST_PARTY) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+const struct configuration *config_find(const struct config *c, const char *name)
+{
+	for (size_t i = 0; c && name && i < c->nconfigs; i++)
+		if (c->configs[i].name && !strcmp(c->configs[i].name, name))
+			return &c->configs[i];
+	return NULL;
+}
+
+enum trust config_skill_trust(const struct config *c, const char *skill,
+			      enum trust src_trust)
+{
+	for (size_t i = 0; c && skill && i < c->ntrust_overrides; i++)
+		if (!strcmp(c->trust_overrides[i].skill, skill))
+			return c->trust_overrides[i].trust;
+	return src_trust;
+}
+
+bool config_skill_disabled(const struct config *c, const char *skill)
+{
+	return c && skill && strlist_has(&c->disabled, skill);
+}
+
+bool config_tool_registered(const struct config *c, const char *tool)
+{
+	for (size_t i = 0; c && tool && i < c->registered_tools.n; i++)
+		if (!strcasecmp(c->registered_tools.items[i], tool))
+			return true;
+	return false;
+}
+
+void config_free(struct config *c)
+{
+	if (!c)
+		return;
+	free(c->path);
+	free(c->base_dir);
+	for (size_t i = 0; i < c->nsources; i++)
+		free(c->sources[i].path);
+	free(c->sources);
+	strlist_free(&c->disabled);
+	for (size_t i = 0; i < c->ntrust_overrides; i++)
+		free(c->trust_overrides[i].skill);
+	free(c->trust_overrides);
+	strlist_free(&c->registered_tools);
+	strlist_free(&c->approval_tools);
+	free(c->model.provider);
+	strlist_free(&c->model.command);
+	free(c->model.base_url);
+	free(c->model.model);
+	free(c->model.api_key_env);
+	free(c->state_path);
+	for (size_t i = 0; i < c->nconfigs; i++) {
+		for (size_t j = 0; j < c->configs[i].n; j++)
+			free(c->configs[i].att[j].name);
+		free(c->configs[i].att);
+		free(c->configs[i].name);
+	}
+	free(c->configs);
+	strlist_free(&c->warnings);
+	free(c);
+}

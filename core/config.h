@@ -86,8 +86,9 @@ extern const size_t config_builtin_tools_n;
 
 /* Reads and validates a config file. On success returns 0 and *out.
  * On error returns -1 and *err holds a message naming the file, line and
- * key ("config.yaml:12: skills.execution_mode: expected inline or
- * subagent"); the caller frees it. Unknown keys are warnings, not errors. */
+ * key ("config.yaml:12: skills.execution_mode: expected 'inline' or
+ * 'subagent', got 'fast'"); the caller frees it. Unknown keys are warnings,
+ * not errors. A key with a null value reads as absent (its default). */
 int config_load(const char *path, struct config **out, char **err);
 
 /* Parses config text (for tests). path is used in messages and base_dir

@@ -1,0 +1,778 @@
+#include "grants.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* Characters that end a command prefix match (D3): a command holding any of
+ * them could chain, substitute or redirect past the granted prefix. */
+static const char pattern_forbidden[] = ";|&$`()<>\n\r";
+
+bool grants_tool_has_patterns(const char *tool)
+{
+	return tool && (strcasecmp(tool, "bash") == 0 ||
+			strcasecmp(tool, "terminal") == 0);
+}
+
+static void tool_free(struct grant_tool *t)
+{
+	free(t->name);
+	strlist_free(&t->patterns);
+	for (size_t i = 0; i < t->nby; i++) {
+		free(t->by[i].skill);
+		free(t->by[i].pattern);
+	}
+	free(t->by);
+	memset(t, 0, sizeof *t);
+}
+
+void grants_free(struct grants *g)
+{
+	if (!g)
+		return;
+	for (size_t i = 0; i < g->n; i++)
+		tool_free(&g->tools[i]);
+	free(g->tools);
+	strlist_free(&g->declaring);
+	for (size_t i = 0; i < g->ndropped; i++) {
+		free(g->dropped[i].skill);
+		free(g->dropped[i].item);
+		free(g->dropped[i].reason);
+	}
+	free(g->dropped);
+	strlist_free(&g->warnings);
+	memset(g, 0, sizeof *g);
+}
+
+static char *dup_or_null(const char *s, bool *fail)
+{
+	if (!s)
+		return NULL;
+	char *d = strdup(s);
+	if (!d)
+		*fail = true;
+	return d;
+}
+
+/* Appends an empty tool to g; returns it or NULL on ENOMEM. g->tools must
+ * have been sized by the caller (cap) to avoid reallocation surprises. */
+static struct grant_tool *tool_push(struct grants *g, const char *name)
+{
+	char *n = strdup(name);
+	if (!n)
+		return NULL;
+	struct grant_tool *t = &g->tools[g->n++];
+	memset(t, 0, sizeof *t);
+	t->name = n;
+	return t;
+}
+
+static int by_add(struct grant_tool *t, const char *skill, const char *pattern)
+{
+	struct grant_source *p = realloc(t->by, (t->nby + 1) * sizeof *p);
+	if (!p)
+		return -1;
+	t->by = p;
+	bool fail = false;
+	struct grant_source s = { dup_or_null(skill ? skill : "", &fail),
+				  dup_or_null(pattern, &fail) };
+	if (fail) {
+		free(s.skill);
+		free(s.pattern);
+		return -1;
+	}
+	t->by[t->nby++] = s;
+	return 0;
+}
+
+static int by_copy(struct grant_tool *dst, const struct grant_tool *src)
+{
+	for (size_t i = 0; i < src->nby; i++)
+		if (by_add(dst, src->by[i].skill, src->by[i].pattern) < 0)
+			return -1;
+	return 0;
+}
+
+static int drop_add(struct grants *g, const char *skill, const char *item,
+		    const char *reason)
+{
+	struct grant_drop *p = realloc(g->dropped, (g->ndropped + 1) * sizeof *p);
+	if (!p)
+		return -1;
+	g->dropped = p;
+	bool fail = false;
+	struct grant_drop d = { dup_or_null(skill, &fail), dup_or_null(item, &fail),
+				dup_or_null(reason, &fail) };
+	if (fail) {
+		free(d.skill);
+		free(d.item);
+		free(d.reason);
+		return -1;
+	}
+	g->dropped[g->ndropped++] = d;
+	return 0;
+}
+
+static int cmp_icase_ptr(const void *a, const void *b)
+{
+	return strcasecmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int cmp_tool(const void *a, const void *b)
+{
+	return strcasecmp(((const struct grant_tool *)a)->name,
+			  ((const struct grant_tool *)b)->name);
+}
+
+static int cmp_str_ptr(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Adds the unique strings of v (sorted here) to l. */
+static int add_sorted_unique(struct strlist *l, const char **v, size_t n)
+{
+	if (n > 1)
+		qsort(v, n, sizeof *v, cmp_str_ptr);
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0 && strcmp(v[i], v[i - 1]) == 0)
+			continue;
+		if (strlist_add(l, v[i]) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* One admitted declared item during resolution (borrowed strings). */
+struct item {
+	size_t reg;          /* index into the sorted registered names */
+	size_t seq;          /* declaration order, for a stable sort */
+	const char *skill;
+	const char *pattern; /* NULL: unrestricted */
+};
+
+static int cmp_item(const void *a, const void *b)
+{
+	const struct item *x = a, *y = b;
+	if (x->reg != y->reg)
+		return x->reg < y->reg ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static const char *item_text(const struct tool_grant *it)
+{
+	if (it->raw)
+		return it->raw;
+	return it->tool ? it->tool : "";
+}
+
+/* Sorted, de-duplicated (case-insensitively) copy of the registered names,
+ * borrowed. */
+static const char **sorted_registered(const struct strlist *registered, size_t *n)
+{
+	size_t cnt = registered ? registered->n : 0;
+	const char **v = malloc((cnt ? cnt : 1) * sizeof *v);
+	if (!v)
+		return NULL;
+	size_t k = 0;
+	for (size_t i = 0; i < cnt; i++)
+		if (registered->items[i] && registered->items[i][0])
+			v[k++] = registered->items[i];
+	if (k > 1)
+		qsort(v, k, sizeof *v, cmp_icase_ptr);
+	size_t u = 0;
+	for (size_t i = 0; i < k; i++)
+		if (u == 0 || strcasecmp(v[i], v[u - 1]) != 0)
+			v[u++] = v[i];
+	*n = u;
+	return v;
+}
+
+static long find_registered(const char **reg, size_t nreg, const char *tool)
+{
+	const char **hit = bsearch(&tool, reg, nreg, sizeof *reg, cmp_icase_ptr);
+	return hit ? (long)(hit - reg) : -1;
+}
+
+/* Builds the tools of a list policy from the sorted items. */
+static int build_list_tools(struct grants *g, const char **reg,
+			    struct item *items, size_t nitems)
+{
+	if (nitems == 0)
+		return 0;
+	qsort(items, nitems, sizeof *items, cmp_item);
+	size_t ntools = 1;
+	for (size_t i = 1; i < nitems; i++)
+		if (items[i].reg != items[i - 1].reg)
+			ntools++;
+	g->tools = calloc(ntools, sizeof *g->tools);
+	const char **pats = malloc(nitems * sizeof *pats);
+	if (!g->tools || !pats) {
+		free(pats);
+		return -1;
+	}
+	int rc = 0;
+	for (size_t i = 0; i < nitems && rc == 0;) {
+		size_t j = i;
+		while (j < nitems && items[j].reg == items[i].reg)
+			j++;
+		struct grant_tool *t = tool_push(g, reg[items[i].reg]);
+		if (!t) {
+			rc = -1;
+			break;
+		}
+		size_t np = 0;
+		for (size_t k = i; k < j; k++) {
+			if (!items[k].pattern)
+				t->unrestricted = true;
+			else
+				pats[np++] = items[k].pattern;
+			/* One provenance entry per (skill, pattern). Items of one
+			 * skill are adjacent here (sorted by declaration order). */
+			bool seen = false;
+			for (size_t m = k; m > i && !seen &&
+					   items[m - 1].skill == items[k].skill;
+			     m--)
+				seen = (!items[m - 1].pattern && !items[k].pattern) ||
+				       (items[m - 1].pattern && items[k].pattern &&
+					strcmp(items[m - 1].pattern, items[k].pattern) == 0);
+			if (!seen && by_add(t, items[k].skill, items[k].pattern) < 0)
+				rc = -1;
+		}
+		if (rc == 0 && !t->unrestricted &&
+		    add_sorted_unique(&t->patterns, pats, np) < 0)
+			rc = -1;
+		i = j;
+	}
+	free(pats);
+	return rc;
+}
+
+int grants_resolve(const struct strlist *registered,
+		   const struct skill *const *skills, size_t n,
+		   struct grants *out)
+{
+	memset(out, 0, sizeof *out);
+	size_t nreg = 0;
+	const char **reg = sorted_registered(registered, &nreg);
+	if (!reg)
+		return -1;
+
+	size_t cap = 0;
+	for (size_t i = 0; i < n; i++)
+		if (skills[i] && skills[i]->valid && skills[i]->allowed_tools.declared)
+			cap += skills[i]->allowed_tools.n;
+	struct item *items = malloc((cap ? cap : 1) * sizeof *items);
+	if (!items) {
+		free(reg);
+		return -1;
+	}
+	size_t nitems = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		const struct skill *s = skills[i];
+		if (!s)
+			continue;
+		const char *name = s->name ? s->name : "";
+		if (s->valid && !s->allowed_tools.declared)
+			continue;
+		if (strlist_add(&out->declaring, name) < 0) {
+			rc = -1;
+			break;
+		}
+		if (!s->valid) {
+			/* D1: whatever was parsed, an invalid skill declares []. */
+			if (strlist_addf(&out->warnings,
+					 "skill '%s' is invalid: it counts as allowed-tools: [] (grants nothing)",
+					 name) < 0)
+				rc = -1;
+			continue;
+		}
+		for (size_t k = 0; k < s->allowed_tools.n && rc == 0; k++) {
+			const struct tool_grant *it = &s->allowed_tools.items[k];
+			const char *text = item_text(it);
+			long r = (it->tool && it->tool[0])
+					 ? find_registered(reg, nreg, it->tool)
+					 : -1;
+			if (r < 0) {
+				if (drop_add(out, name, text, "not a registered tool") < 0 ||
+				    strlist_addf(&out->warnings,
+						 "skill '%s': allowed-tools item '%s' dropped: '%s' is not a registered tool",
+						 name, text, it->tool ? it->tool : "") < 0)
+					rc = -1;
+				continue;
+			}
+			if (it->pattern && !grants_tool_has_patterns(reg[r])) {
+				if (drop_add(out, name, text, "tool takes no command pattern") < 0 ||
+				    strlist_addf(&out->warnings,
+						 "skill '%s': allowed-tools item '%s' grants nothing: '%s' takes no command pattern",
+						 name, text, reg[r]) < 0)
+					rc = -1;
+				continue;
+			}
+			items[nitems] = (struct item){ (size_t)r, nitems, name, it->pattern };
+			nitems++;
+		}
+	}
+
+	if (rc == 0 && out->declaring.n == 0) {
+		out->policy = GRANTS_ALL;
+		out->tools = calloc(nreg ? nreg : 1, sizeof *out->tools);
+		if (!out->tools)
+			rc = -1;
+		for (size_t i = 0; i < nreg && rc == 0; i++) {
+			struct grant_tool *t = tool_push(out, reg[i]);
+			if (!t)
+				rc = -1;
+			else
+				t->unrestricted = true;
+		}
+	} else if (rc == 0) {
+		out->policy = GRANTS_LIST;
+		rc = build_list_tools(out, reg, items, nitems);
+	}
+	free(items);
+	free(reg);
+	if (rc < 0) {
+		grants_free(out);
+		errno = ENOMEM;
+	}
+	return rc;
+}
+
+static int cmp_tool_key(const void *key, const void *elem)
+{
+	return strcasecmp((const char *)key, ((const struct grant_tool *)elem)->name);
+}
+
+const struct grant_tool *grants_find(const struct grants *g, const char *tool)
+{
+	if (!g || !tool || !g->tools || g->n == 0)
+		return NULL;
+	return bsearch(tool, g->tools, g->n, sizeof *g->tools, cmp_tool_key);
+}
+
+bool grants_has(const struct grants *g, const char *tool)
+{
+	return grants_find(g, tool) != NULL;
+}
+
+bool grants_pattern_matches(const char *pattern, const char *command)
+{
+	if (!pattern || !command)
+		return false;
+	size_t pl = strlen(pattern);
+	if (strncmp(command, pattern, pl) != 0)
+		return false;
+	return strpbrk(command, pattern_forbidden) == NULL;
+}
+
+bool grants_permits(const struct grants *g, const char *tool,
+		    const char *command)
+{
+	const struct grant_tool *t = grants_find(g, tool);
+	if (!t)
+		return false;
+	if (t->unrestricted)
+		return true;
+	for (size_t i = 0; i < t->patterns.n; i++)
+		if (grants_pattern_matches(t->patterns.items[i], command))
+			return true;
+	return false;
+}
+
+static int tool_copy(struct grants *dst, const struct grant_tool *src)
+{
+	struct grant_tool *t = tool_push(dst, src->name);
+	if (!t)
+		return -1;
+	t->unrestricted = src->unrestricted;
+	if (strlist_extend(&t->patterns, &src->patterns) < 0 || by_copy(t, src) < 0)
+		return -1;
+	return 0;
+}
+
+static int copy_meta(struct grants *out, const struct grants *src)
+{
+	if (strlist_extend(&out->declaring, &src->declaring) < 0 ||
+	    strlist_extend(&out->warnings, &src->warnings) < 0)
+		return -1;
+	for (size_t i = 0; i < src->ndropped; i++)
+		if (drop_add(out, src->dropped[i].skill, src->dropped[i].item,
+			     src->dropped[i].reason) < 0)
+			return -1;
+	return 0;
+}
+
+int grants_copy(const struct grants *src, struct grants *out)
+{
+	memset(out, 0, sizeof *out);
+	out->policy = src->policy;
+	out->tools = calloc(src->n ? src->n : 1, sizeof *out->tools);
+	int rc = out->tools ? 0 : -1;
+	for (size_t i = 0; i < src->n && rc == 0; i++)
+		rc = tool_copy(out, &src->tools[i]);
+	if (rc == 0)
+		rc = copy_meta(out, src);
+	if (rc < 0) {
+		grants_free(out);
+		errno = ENOMEM;
+	}
+	return rc;
+}
+
+static bool has_prefix(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* Patterns admitted by both sets of prefix patterns. */
+static int intersect_patterns(const struct strlist *a, const struct strlist *b,
+			      struct strlist *out)
+{
+	size_t cap = a->n * b->n;
+	const char **v = malloc((cap ? cap : 1) * sizeof *v);
+	if (!v)
+		return -1;
+	size_t nv = 0;
+	for (size_t i = 0; i < a->n; i++)
+		for (size_t j = 0; j < b->n; j++) {
+			const char *p = a->items[i], *q = b->items[j];
+			if (has_prefix(q, p))
+				v[nv++] = q;
+			else if (has_prefix(p, q))
+				v[nv++] = p;
+		}
+	int rc = add_sorted_unique(out, v, nv);
+	free(v);
+	return rc;
+}
+
+int grants_intersect(const struct grants *stored, const struct grants *now,
+		     struct grants *out)
+{
+	if (!stored)
+		return grants_copy(now, out);
+	memset(out, 0, sizeof *out);
+	out->policy = (stored->policy == GRANTS_ALL && now->policy == GRANTS_ALL)
+			      ? GRANTS_ALL
+			      : GRANTS_LIST;
+	/* Provenance describes the side that restricts now, else the stored. */
+	const struct grants *prov = now->policy == GRANTS_LIST ? now : stored;
+	out->tools = calloc(stored->n ? stored->n : 1, sizeof *out->tools);
+	int rc = out->tools ? 0 : -1;
+	for (size_t i = 0; i < stored->n && rc == 0; i++) {
+		const struct grant_tool *s = &stored->tools[i];
+		const struct grant_tool *t = grants_find(now, s->name);
+		if (!t) {
+			rc = strlist_addf(&out->warnings,
+					  "tool '%s' removed: no longer granted", s->name);
+			continue;
+		}
+		struct grant_tool *r = tool_push(out, t->name);
+		if (!r) {
+			rc = -1;
+			break;
+		}
+		if (s->unrestricted && t->unrestricted)
+			r->unrestricted = true;
+		else if (s->unrestricted)
+			rc = strlist_extend(&r->patterns, &t->patterns);
+		else if (t->unrestricted)
+			rc = strlist_extend(&r->patterns, &s->patterns);
+		else
+			rc = intersect_patterns(&s->patterns, &t->patterns, &r->patterns);
+		if (rc == 0) {
+			const struct grant_tool *p = prov == now ? t : s;
+			rc = by_copy(r, p);
+		}
+		if (rc == 0 && !r->unrestricted && r->patterns.n == 0) {
+			tool_free(r);
+			out->n--;
+			rc = strlist_addf(&out->warnings,
+					  "tool '%s' removed: no command pattern left in common",
+					  s->name);
+		}
+	}
+	if (rc == 0) {
+		/* now's warnings first, then the removals found above */
+		struct strlist removed = out->warnings;
+		memset(&out->warnings, 0, sizeof out->warnings);
+		rc = strlist_extend(&out->declaring, &prov->declaring);
+		if (rc == 0)
+			rc = strlist_extend(&out->warnings, &now->warnings);
+		if (rc == 0)
+			rc = strlist_extend(&out->warnings, &removed);
+		strlist_free(&removed);
+		for (size_t i = 0; i < now->ndropped && rc == 0; i++)
+			rc = drop_add(out, now->dropped[i].skill, now->dropped[i].item,
+				      now->dropped[i].reason);
+	}
+	/* stored may be in any order (e.g. hand-built): keep tools sorted */
+	if (rc == 0 && out->n > 1)
+		qsort(out->tools, out->n, sizeof *out->tools, cmp_tool);
+	if (rc < 0) {
+		grants_free(out);
+		errno = ENOMEM;
+	}
+	return rc;
+}
+
+int grants_format_item(struct buf *out, const char *tool, const char *pattern)
+{
+	if (pattern)
+		return buf_printf(out, "%s(%s:*)\n", tool, pattern);
+	return buf_printf(out, "%s\n", tool);
+}
+
+int grants_format_lines(const struct grants *g, struct buf *out)
+{
+	for (size_t i = 0; i < g->n; i++) {
+		const struct grant_tool *t = &g->tools[i];
+		if (t->unrestricted) {
+			if (grants_format_item(out, t->name, NULL) < 0)
+				return -1;
+			continue;
+		}
+		for (size_t k = 0; k < t->patterns.n; k++)
+			if (grants_format_item(out, t->name, t->patterns.items[k]) < 0)
+				return -1;
+	}
+	return 0;
+}
+
+/* json_array_append_new / json_object_set_new that also fail on a NULL value. */
+static int jadd(json_t *arr, json_t *v)
+{
+	return v ? json_array_append_new(arr, v) : -1;
+}
+
+static int jset(json_t *obj, const char *k, json_t *v)
+{
+	return v ? json_object_set_new(obj, k, v) : -1;
+}
+
+static json_t *strlist_json(const struct strlist *l)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < l->n; i++)
+		if (jadd(a, json_string(l->items[i])) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+static json_t *str_or_null(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+static json_t *tool_json(const struct grant_tool *t)
+{
+	json_t *o = json_object(), *by = json_array();
+	int rc = (o && by) ? 0 : -1;
+	if (rc == 0)
+		rc = jset(o, "name", json_string(t->name));
+	if (rc == 0)
+		rc = jset(o, "unrestricted", json_boolean(t->unrestricted));
+	if (rc == 0)
+		rc = jset(o, "patterns", strlist_json(&t->patterns));
+	for (size_t i = 0; i < t->nby && rc == 0; i++) {
+		json_t *e = json_object();
+		rc = e ? 0 : -1;
+		if (rc == 0)
+			rc = jset(e, "skill", json_string(t->by[i].skill));
+		if (rc == 0)
+			rc = jset(e, "pattern", str_or_null(t->by[i].pattern));
+		if (rc == 0)
+			rc = jadd(by, e);
+		else
+			json_decref(e);
+	}
+	if (rc == 0) {
+		rc = json_object_set_new(o, "granted_by", by);
+		by = NULL;
+	}
+	json_decref(by);
+	if (rc < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+json_t *grants_to_json(const struct grants *g)
+{
+	json_t *o = json_object(), *tools = json_array(), *dropped = json_array();
+	int rc = (o && tools && dropped) ? 0 : -1;
+	if (rc == 0)
+		rc = jset(o, "policy",
+			  json_string(g->policy == GRANTS_ALL ? "all" : "list"));
+	for (size_t i = 0; i < g->n && rc == 0; i++)
+		rc = jadd(tools, tool_json(&g->tools[i]));
+	for (size_t i = 0; i < g->ndropped && rc == 0; i++) {
+		json_t *e = json_object();
+		rc = e ? 0 : -1;
+		if (rc == 0)
+			rc = jset(e, "skill", str_or_null(g->dropped[i].skill));
+		if (rc == 0)
+			rc = jset(e, "item", str_or_null(g->dropped[i].item));
+		if (rc == 0)
+			rc = jset(e, "reason", str_or_null(g->dropped[i].reason));
+		if (rc == 0)
+			rc = jadd(dropped, e);
+		else
+			json_decref(e);
+	}
+	if (rc == 0) {
+		rc = json_object_set_new(o, "tools", tools);
+		tools = NULL;
+	}
+	if (rc == 0)
+		rc = jset(o, "declaring", strlist_json(&g->declaring));
+	if (rc == 0) {
+		rc = json_object_set_new(o, "dropped", dropped);
+		dropped = NULL;
+	}
+	if (rc == 0)
+		rc = jset(o, "warnings", strlist_json(&g->warnings));
+	json_decref(tools);
+	json_decref(dropped);
+	if (rc < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static int set_err(char **err, const char *msg)
+{
+	if (err)
+		*err = strdup(msg);
+	return -1;
+}
+
+/* Reads an array of strings (absent = empty when optional). */
+static int strlist_from_json(const json_t *a, bool optional, struct strlist *l)
+{
+	if (!a)
+		return optional ? 0 : -1;
+	if (!json_is_array(a))
+		return -1;
+	size_t i;
+	const json_t *v;
+	json_array_foreach(a, i, v) {
+		if (!json_is_string(v) || strlist_add(l, json_string_value(v)) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static const char *tool_from_json(const json_t *o, struct grants *g)
+{
+	if (!json_is_object(o))
+		return "tools: expected objects";
+	const json_t *name = json_object_get(o, "name");
+	const json_t *unr = json_object_get(o, "unrestricted");
+	if (!json_is_string(name) || !json_string_value(name)[0])
+		return "tools: a tool has no name";
+	if (!json_is_boolean(unr))
+		return "tools: 'unrestricted' must be true or false";
+	struct grant_tool *t = tool_push(g, json_string_value(name));
+	if (!t)
+		return "out of memory";
+	t->unrestricted = json_is_true(unr);
+	if (strlist_from_json(json_object_get(o, "patterns"), true, &t->patterns) < 0)
+		return "tools: 'patterns' must be a list of strings";
+	if (t->unrestricted)
+		strlist_free(&t->patterns);
+	else if (t->patterns.n == 0)
+		return "tools: a restricted tool has no pattern";
+	const json_t *by = json_object_get(o, "granted_by");
+	if (by && !json_is_array(by))
+		return "tools: 'granted_by' must be a list";
+	size_t i;
+	const json_t *e;
+	json_array_foreach(by, i, e) {
+		const json_t *sk = json_object_get(e, "skill");
+		const json_t *pt = json_object_get(e, "pattern");
+		if (!json_is_string(sk) || (pt && !json_is_null(pt) && !json_is_string(pt)))
+			return "tools: malformed 'granted_by' entry";
+		if (by_add(t, json_string_value(sk),
+			   json_is_string(pt) ? json_string_value(pt) : NULL) < 0)
+			return "out of memory";
+	}
+	return NULL;
+}
+
+int grants_from_json(const json_t *j, struct grants *out, char **err)
+{
+	memset(out, 0, sizeof *out);
+	if (err)
+		*err = NULL;
+	const char *why = NULL;
+	const json_t *pol = json_object_get(j, "policy");
+	const json_t *tools = json_object_get(j, "tools");
+	if (!json_is_object(j))
+		why = "stored allow-list: expected a JSON object";
+	else if (!json_is_string(pol))
+		why = "stored allow-list: 'policy' missing";
+	else if (strcmp(json_string_value(pol), "all") == 0)
+		out->policy = GRANTS_ALL;
+	else if (strcmp(json_string_value(pol), "list") == 0)
+		out->policy = GRANTS_LIST;
+	else
+		why = "stored allow-list: 'policy' must be all or list";
+	if (!why && !json_is_array(tools))
+		why = "stored allow-list: 'tools' must be a list";
+	if (!why) {
+		size_t n = json_array_size(tools);
+		out->tools = calloc(n ? n : 1, sizeof *out->tools);
+		if (!out->tools)
+			why = "out of memory";
+		for (size_t i = 0; i < n && !why; i++)
+			why = tool_from_json(json_array_get(tools, i), out);
+	}
+	if (!why) {
+		if (out->n > 1)
+			qsort(out->tools, out->n, sizeof *out->tools, cmp_tool);
+		for (size_t i = 1; i < out->n && !why; i++)
+			if (strcasecmp(out->tools[i - 1].name, out->tools[i].name) == 0)
+				why = "stored allow-list: a tool is listed twice";
+	}
+	if (!why && (strlist_from_json(json_object_get(j, "declaring"), true,
+				       &out->declaring) < 0 ||
+		     strlist_from_json(json_object_get(j, "warnings"), true,
+				       &out->warnings) < 0))
+		why = "stored allow-list: 'declaring' and 'warnings' must be lists of strings";
+	const json_t *dropped = json_object_get(j, "dropped");
+	if (!why && dropped && !json_is_array(dropped))
+		why = "stored allow-list: 'dropped' must be a list";
+	if (!why) {
+		size_t i;
+		const json_t *e;
+		json_array_foreach(dropped, i, e) {
+			const json_t *sk = json_object_get(e, "skill");
+			const json_t *it = json_object_get(e, "item");
+			const json_t *re = json_object_get(e, "reason");
+			if (!json_is_string(sk) || !json_is_string(it) ||
+			    (re && !json_is_null(re) && !json_is_string(re))) {
+				why = "stored allow-list: malformed 'dropped' entry";
+				break;
+			}
+			if (drop_add(out, json_string_value(sk), json_string_value(it),
+				     json_is_string(re) ? json_string_value(re) : NULL) < 0) {
+				why = "out of memory";
+				break;
+			}
+		}
+	}
+	if (why) {
+		grants_free(out);
+		return set_err(err, why);
+	}
+	return 0;
+}

@@ -9,6 +9,14 @@
 
 #include "buf.h"
 
+/* Limits applied in the child when proc_spec.rlimits is set. RLIMIT_CPU is
+ * the timeout rounded up to seconds, plus one. RLIMIT_NPROC is not set: it
+ * counts every process of the user (and is not enforced for root), so it
+ * cannot bound one command. */
+#define PROC_RLIMIT_FSIZE (64L * 1024 * 1024)
+#define PROC_RLIMIT_AS (2048L * 1024 * 1024)
+#define PROC_RLIMIT_NOFILE 1024L
+
 struct proc_spec {
 	const char *const *argv; /* argv[0] is looked up in PATH when it has no '/' */
 	const char *cwd;         /* NULL = inherit */
@@ -18,7 +26,11 @@ struct proc_spec {
 	int timeout_ms;          /* > 0; the whole process group is killed after it */
 	size_t output_max;       /* cap for stdout and for stderr, each; > 0 */
 	bool merge_stderr;       /* stderr goes into out (tools), not err */
-	bool rlimits;            /* apply CPU/file-size/process/memory rlimits */
+	bool rlimits;            /* apply CPU/file-size/memory/fd rlimits, no core */
+	/* Optional: polled about every 100 ms while the program runs; when it
+	 * returns true the group is killed and res->cancelled is set. */
+	bool (*cancel)(void *arg);
+	void *cancel_arg;
 };
 
 struct proc_result {
@@ -27,16 +39,26 @@ struct proc_result {
 	int exit_code;      /* exit status, or -1 when killed by a signal */
 	int signal;         /* the signal that ended it, or 0 */
 	bool timed_out;
+	bool cancelled;     /* spec->cancel asked for it to stop */
 	bool out_truncated; /* output over output_max: the rest was discarded */
 	bool err_truncated;
 };
 
 /* Runs the program to completion (or timeout). Returns 0 when it ran (look
- * at exit_code/timed_out), or -1 with errno when it could not be started;
- * *res is filled in either case and must be released with proc_result_free.
- * Never leaves a child or a process group member behind. Thread-safe. */
+ * at exit_code/timed_out), or -1 with errno when it could not be started
+ * (res->err then holds a one-line reason such as "cannot execute foo: No
+ * such file or directory"); *res is filled in either case and must be
+ * released with proc_result_free.
+ * The program gets its own process group; when the leader exits, times out
+ * or is cancelled, the whole group is killed with SIGKILL and the leader is
+ * reaped with waitpid on its pid (no SIGCHLD handler is needed, but SIGCHLD
+ * must not be set to SIG_IGN). Signal dispositions and the signal mask are
+ * reset to defaults in the child, and it inherits no descriptor other than
+ * 0, 1 and 2. Thread-safe: SIGPIPE is blocked only in the calling thread
+ * while it runs. */
 int proc_run(const struct proc_spec *spec, struct proc_result *res);
 
+/* Releases the buffers of a result; it is then empty and reusable. */
 void proc_result_free(struct proc_result *res);
 
 #endif

@@ -1,0 +1,1444 @@
+/* skill: one parsed SKILL.md (DESIGN.md section 2, D1, D3). */
+#include "skill.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#include "buf.h"
+
+/* Result of the internal parsing steps: OK, or the skill was marked invalid
+ * (both 0), or out of memory (-1). */
+#define OOM (-1)
+
+/* ---------------------------------------------------------------- helpers */
+
+static size_t lim_file(const struct skill_limits *lim)
+{
+	return lim && lim->file_max ? lim->file_max : SKILL_DEFAULT_FILE_MAX;
+}
+
+static size_t lim_fm(const struct skill_limits *lim)
+{
+	return lim && lim->frontmatter_max ? lim->frontmatter_max
+					   : SKILL_DEFAULT_FRONTMATTER_MAX;
+}
+
+/* Offset of the first byte that is not part of valid UTF-8 (no overlong
+ * forms, surrogates or code points past U+10FFFF), or n when all is valid. */
+static size_t utf8_invalid_at(const unsigned char *p, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		unsigned c = p[i], cp, min;
+		size_t k;
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xC2 && c <= 0xDF) {
+			k = 1, cp = c & 0x1F, min = 0x80;
+		} else if (c >= 0xE0 && c <= 0xEF) {
+			k = 2, cp = c & 0x0F, min = 0x800;
+		} else if (c >= 0xF0 && c <= 0xF4) {
+			k = 3, cp = c & 0x07, min = 0x10000;
+		} else {
+			return i;
+		}
+		if (n - i <= k)
+			return i;
+		for (size_t j = 1; j <= k; j++) {
+			if ((p[i + j] & 0xC0) != 0x80)
+				return i;
+			cp = cp << 6 | (p[i + j] & 0x3F);
+		}
+		if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+			return i;
+		i += k + 1;
+	}
+	return n;
+}
+
+static size_t line_of(const char *p, size_t off)
+{
+	size_t line = 1;
+	for (size_t i = 0; i < off; i++)
+		if (p[i] == '\n')
+			line++;
+	return line;
+}
+
+/* A printable, valid UTF-8 rendering of untrusted text for messages:
+ * quoted, control characters and bad bytes as \xNN, cut after 80 bytes. */
+static char *quoted(const char *s, size_t n)
+{
+	struct buf b = {0};
+	const unsigned char *p = (const unsigned char *)s;
+	int r = buf_puts(&b, "'");
+	for (size_t i = 0; i < n && r == 0;) {
+		if (b.len > 80) {
+			r = buf_puts(&b, "...");
+			break;
+		}
+		size_t k = p[i] < 0x80 ? 1 : p[i] >= 0xF0 ? 4 : p[i] >= 0xE0 ? 3 : 2;
+		bool ok = k <= n - i && utf8_invalid_at(p + i, k) == k &&
+			  p[i] >= 0x20 && p[i] != 0x7F;
+		if (ok) {
+			r = buf_append(&b, p + i, k);
+			i += k;
+		} else {
+			r = buf_printf(&b, "\\x%02X", p[i]);
+			i++;
+		}
+	}
+	if (r == 0)
+		r = buf_puts(&b, "'");
+	if (r) {
+		buf_free(&b);
+		return NULL;
+	}
+	return buf_steal(&b, NULL);
+}
+
+static char *qs(const char *s)
+{
+	return quoted(s, strlen(s));
+}
+
+static int warnf(struct skill *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int warnf(struct skill *s, const char *fmt, ...)
+{
+	va_list ap;
+	char *m = NULL;
+	va_start(ap, fmt);
+	int n = vasprintf(&m, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return OOM;
+	return strlist_add_owned(&s->warnings, m) ? OOM : 0;
+}
+
+/* Like warnf, with one untrusted string quoted into the first %s. */
+static int warnq(struct skill *s, const char *fmt, const char *text)
+{
+	char *q = qs(text);
+	if (!q)
+		return OOM;
+	int r = warnf(s, fmt, q);
+	free(q);
+	return r;
+}
+
+static const char *json_kind(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "a mapping";
+	case JSON_ARRAY: return "a list";
+	case JSON_STRING: return "a string";
+	case JSON_INTEGER:
+	case JSON_REAL: return "a number";
+	case JSON_TRUE:
+	case JSON_FALSE: return "a boolean";
+	default: return "an empty value";
+	}
+}
+
+/* ------------------------------------------------------------ tool grants */
+
+static char *trim_dup(const char *p, size_t n)
+{
+	while (n && isspace((unsigned char)*p))
+		p++, n--;
+	while (n && isspace((unsigned char)p[n - 1]))
+		n--;
+	return strndup(p, n);
+}
+
+int tool_grant_parse(const char *item, struct tool_grant *g)
+{
+	memset(g, 0, sizeof *g);
+	g->raw = strdup(item);
+	char *t = trim_dup(item, strlen(item));
+	if (!g->raw || !t)
+		goto oom;
+	size_t n = strlen(t);
+	char *open = strchr(t, '(');
+	if (open && n && t[n - 1] == ')') {
+		g->tool = trim_dup(t, (size_t)(open - t));
+		g->pattern = trim_dup(open + 1, (size_t)(t + n - 1 - (open + 1)));
+		if (!g->tool || !g->pattern)
+			goto oom;
+		size_t pl = strlen(g->pattern);
+		if (pl >= 2 && strcmp(g->pattern + pl - 2, ":*") == 0)
+			g->pattern[pl - 2] = '\0';
+		else if (pl >= 1 && g->pattern[pl - 1] == '*')
+			g->pattern[pl - 1] = '\0';
+		free(t);
+	} else {
+		g->tool = t; /* a malformed item keeps its text: it matches no tool */
+	}
+	for (char *c = g->tool; *c; c++)
+		if (*c >= 'A' && *c <= 'Z')
+			*c = (char)(*c - 'A' + 'a');
+	return 0;
+oom:
+	free(t);
+	free(g->raw);
+	free(g->tool);
+	free(g->pattern);
+	memset(g, 0, sizeof *g);
+	return -1;
+}
+
+void tool_decl_free(struct tool_decl *d)
+{
+	for (size_t i = 0; i < d->n; i++) {
+		free(d->items[i].tool);
+		free(d->items[i].pattern);
+		free(d->items[i].raw);
+	}
+	free(d->items);
+	memset(d, 0, sizeof *d);
+}
+
+static int decl_add(struct skill *s, const char *key, struct tool_decl *d,
+		    const char *item)
+{
+	struct tool_grant g;
+	if (tool_grant_parse(item, &g))
+		return OOM;
+	struct tool_grant *p = realloc(d->items, (d->n + 1) * sizeof *p);
+	if (!p) {
+		free(g.tool);
+		free(g.pattern);
+		free(g.raw);
+		return OOM;
+	}
+	d->items = p;
+	d->items[d->n++] = g;
+	if (!*g.tool || strpbrk(g.tool, "() \t\r\n")) {
+		char *q = qs(item);
+		if (!q)
+			return OOM;
+		int r = warnf(s, "%s: item %s is not a tool name; it grants nothing",
+			      key, q);
+		free(q);
+		return r;
+	}
+	return 0;
+}
+
+/* Splits a string form on whitespace and commas outside parentheses. */
+static int decl_split(struct skill *s, const char *key, struct tool_decl *d,
+		      const char *str)
+{
+	int depth = 0;
+	const char *start = NULL;
+	for (const char *p = str;; p++) {
+		bool sep = *p == '\0' ||
+			   (depth == 0 && (*p == ',' || isspace((unsigned char)*p)));
+		if (sep) {
+			if (start) {
+				char *item = strndup(start, (size_t)(p - start));
+				if (!item)
+					return OOM;
+				int r = decl_add(s, key, d, item);
+				free(item);
+				if (r)
+					return r;
+				start = NULL;
+			}
+			if (*p == '\0')
+				return 0;
+			continue;
+		}
+		if (!start)
+			start = p;
+		if (*p == '(')
+			depth++;
+		else if (*p == ')' && depth > 0)
+			depth--;
+	}
+}
+
+/* D3: every form other than a list of strings, a non-empty string or []
+ * declares zero tools, with a warning (fail closed). */
+static int parse_decl(struct skill *s, const char *key, const json_t *v,
+		      struct tool_decl *d)
+{
+	d->declared = true;
+	if (json_is_string(v)) {
+		int r = decl_split(s, key, d, json_string_value(v));
+		if (r || d->n)
+			return r;
+		return warnf(s, "%s names no tools; it declares none", key);
+	}
+	if (json_is_array(v)) {
+		size_t i;
+		json_t *e;
+		json_array_foreach(v, i, e) {
+			if (!json_is_string(e))
+				return warnf(s, "%s: item %zu is %s, not a tool name; "
+					     "the skill declares no tools", key, i + 1,
+					     json_kind(e));
+		}
+		json_array_foreach(v, i, e) {
+			const char *str = json_string_value(e);
+			if (strspn(str, " \t\r\n") == strlen(str)) {
+				if (warnf(s, "%s: item %zu is empty; ignored", key, i + 1))
+					return OOM;
+				continue;
+			}
+			if (decl_add(s, key, d, str))
+				return OOM;
+		}
+		return 0;
+	}
+	return warnf(s, "%s is %s, not a list or a string; it declares no tools",
+		     key, json_kind(v));
+}
+
+/* ------------------------------------------------------------ YAML loader */
+
+struct yanchor {
+	char *name;
+	json_t *value;
+	size_t nodes, bytes;
+};
+
+struct yframe {
+	json_t *c;
+	char *key;    /* mapping: the key awaiting its value, or NULL */
+	char *anchor; /* anchor of this collection, or NULL */
+	size_t nodes0, bytes0;
+};
+
+struct yload {
+	struct yframe st[SKILL_YAML_MAX_DEPTH];
+	size_t depth;
+	struct yanchor *anchors;
+	size_t nanchors, canchors;
+	size_t nodes, bytes, alias_bytes;
+	json_t *root;
+	char *err;        /* why the front-matter is invalid */
+	struct skill *s;  /* for warnings */
+	size_t line0;     /* file line of the first front-matter line */
+};
+
+static int yfail(struct yload *y, size_t line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int yfail(struct yload *y, size_t line, const char *fmt, ...)
+{
+	struct buf b = {0};
+	va_list ap;
+	va_start(ap, fmt);
+	int r = buf_printf(&b, "front-matter line %zu: ", y->line0 + line);
+	if (r == 0)
+		r = buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	if (r) {
+		buf_free(&b);
+		return OOM;
+	}
+	y->err = buf_steal(&b, NULL);
+	return y->err ? 1 : OOM;
+}
+
+static int ycount(struct yload *y, size_t line, size_t nodes, size_t bytes,
+		  bool alias)
+{
+	y->nodes += nodes;
+	y->bytes += bytes;
+	if (alias)
+		y->alias_bytes += bytes;
+	if (y->nodes > SKILL_YAML_MAX_NODES)
+		return yfail(y, line, "more than %d values (counting what aliases "
+			     "repeat); refusing the front-matter", SKILL_YAML_MAX_NODES);
+	if (y->alias_bytes > SKILL_YAML_MAX_ALIAS_BYTES)
+		return yfail(y, line, "aliases repeat more than %d bytes of text; "
+			     "refusing the front-matter", SKILL_YAML_MAX_ALIAS_BYTES);
+	return 0;
+}
+
+static int yanchor_add(struct yload *y, const char *name, json_t *v,
+		       size_t nodes, size_t bytes)
+{
+	if (y->nanchors == y->canchors) {
+		size_t cap = y->canchors ? y->canchors * 2 : 8;
+		struct yanchor *p = realloc(y->anchors, cap * sizeof *p);
+		if (!p)
+			return OOM;
+		y->anchors = p;
+		y->canchors = cap;
+	}
+	char *n = strdup(name);
+	if (!n)
+		return OOM;
+	y->anchors[y->nanchors++] = (struct yanchor){n, json_incref(v), nodes, bytes};
+	return 0;
+}
+
+static const struct yanchor *yanchor_find(const struct yload *y, const char *name)
+{
+	for (size_t i = y->nanchors; i-- > 0;) /* a redefinition wins */
+		if (strcmp(y->anchors[i].name, name) == 0)
+			return &y->anchors[i];
+	return NULL;
+}
+
+/* Places a finished value (reference stolen) into the open collection. */
+static int yadd(struct yload *y, size_t line, json_t *v)
+{
+	if (y->depth == 0) {
+		json_decref(y->root);
+		y->root = v;
+		return 0;
+	}
+	struct yframe *f = &y->st[y->depth - 1];
+	if (json_is_array(f->c))
+		return json_array_append_new(f->c, v) ? OOM : 0;
+	if (!f->key) {
+		if (!json_is_string(v)) {
+			json_decref(v);
+			return yfail(y, line, "a mapping key must be a plain value, "
+				     "not a list or a mapping");
+		}
+		f->key = strdup(json_string_value(v));
+		json_decref(v);
+		return f->key ? 0 : OOM;
+	}
+	if (json_object_get(f->c, f->key)) {
+		char *q = qs(f->key);
+		int r = q ? warnf(y->s, "front-matter line %zu: duplicate key %s; "
+				  "the last value is used", y->line0 + line, q) : OOM;
+		free(q);
+		if (r) {
+			json_decref(v);
+			return r;
+		}
+	}
+	int r = json_object_set_new(f->c, f->key, v);
+	free(f->key);
+	f->key = NULL;
+	return r ? OOM : 0;
+}
+
+static bool all_digits(const char *p, const char *digits)
+{
+	return *p && strspn(p, digits) == strlen(p);
+}
+
+/* YAML 1.2 core schema float syntax (without .inf and .nan, which JSON
+ * cannot hold): [-+]? (\.[0-9]+ | [0-9]+(\.[0-9]*)?) ([eE][-+]?[0-9]+)? */
+static bool is_float(const char *p)
+{
+	if (*p == '-' || *p == '+')
+		p++;
+	size_t a = strspn(p, "0123456789"), b = 0;
+	p += a;
+	if (*p == '.') {
+		p++;
+		b = strspn(p, "0123456789");
+		p += b;
+	}
+	if (!a && !b)
+		return false;
+	if (*p == 'e' || *p == 'E') {
+		p++;
+		if (*p == '-' || *p == '+')
+			p++;
+		if (!all_digits(p, "0123456789"))
+			return false;
+		return true;
+	}
+	return *p == '\0';
+}
+
+/* Resolves a plain scalar with the YAML 1.2 core schema. */
+static json_t *resolve_plain(const char *v, size_t n)
+{
+	static const char *nulls[] = {"", "~", "null", "Null", "NULL"};
+	static const char *trues[] = {"true", "True", "TRUE"};
+	static const char *falses[] = {"false", "False", "FALSE"};
+	for (size_t i = 0; i < sizeof nulls / sizeof *nulls; i++)
+		if (strcmp(v, nulls[i]) == 0)
+			return json_null();
+	for (size_t i = 0; i < 3; i++) {
+		if (strcmp(v, trues[i]) == 0)
+			return json_true();
+		if (strcmp(v, falses[i]) == 0)
+			return json_false();
+	}
+	const char *d = v + (*v == '-' || *v == '+');
+	int base = 0;
+	const char *digits = NULL;
+	if (all_digits(d, "0123456789"))
+		base = 10, digits = v;
+	else if (d == v && strncmp(v, "0x", 2) == 0 && all_digits(v + 2, "0123456789abcdefABCDEF"))
+		base = 16, digits = v + 2;
+	else if (d == v && strncmp(v, "0o", 2) == 0 && all_digits(v + 2, "01234567"))
+		base = 8, digits = v + 2;
+	if (base) {
+		errno = 0;
+		long long x = strtoll(digits, NULL, base);
+		if (errno == 0)
+			return json_integer(x);
+	}
+	if (base == 10 || is_float(v)) {
+		double x = strtod(v, NULL);
+		if (isfinite(x))
+			return json_real(x);
+	}
+	return json_stringn(v, n);
+}
+
+static json_t *scalar_json(const yaml_event_t *ev, bool as_key)
+{
+	const char *v = (const char *)ev->data.scalar.value;
+	size_t n = ev->data.scalar.length;
+	const char *tag = (const char *)ev->data.scalar.tag;
+	if (as_key || ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE ||
+	    (tag && (strcmp(tag, "!") == 0 || strcmp(tag, YAML_STR_TAG) == 0)))
+		return json_stringn(v, n);
+	return resolve_plain(v, n);
+}
+
+static int yevent(struct yload *y, yaml_event_t *ev, int *docs, bool *done)
+{
+	size_t line = ev->start_mark.line;
+	struct yframe *top = y->depth ? &y->st[y->depth - 1] : NULL;
+	bool key_pos = top && json_is_object(top->c) && !top->key;
+	int r;
+
+	switch (ev->type) {
+	case YAML_STREAM_END_EVENT:
+		*done = true;
+		return 0;
+	case YAML_DOCUMENT_START_EVENT:
+		if (++*docs > 1)
+			return yfail(y, line, "more than one YAML document");
+		return 0;
+	case YAML_SCALAR_EVENT: {
+		const char *v = (const char *)ev->data.scalar.value;
+		size_t n = ev->data.scalar.length;
+		if (memchr(v, '\0', n))
+			return yfail(y, line, "a NUL character is not allowed");
+		if ((r = ycount(y, line, 1, n, false)))
+			return r;
+		json_t *j = scalar_json(ev, key_pos);
+		if (!j)
+			return OOM;
+		if (ev->data.scalar.anchor &&
+		    yanchor_add(y, (const char *)ev->data.scalar.anchor, j, 1, n)) {
+			json_decref(j);
+			return OOM;
+		}
+		return yadd(y, line, j);
+	}
+	case YAML_ALIAS_EVENT: {
+		const char *name = (const char *)ev->data.alias.anchor;
+		const struct yanchor *a = yanchor_find(y, name);
+		if (!a) {
+			char *q = qs(name);
+			r = q ? yfail(y, line, "unknown alias *%s", q) : OOM;
+			free(q);
+			return r;
+		}
+		if ((r = ycount(y, line, a->nodes, a->bytes, true)))
+			return r;
+		json_t *j = json_deep_copy(a->value);
+		return j ? yadd(y, line, j) : OOM;
+	}
+	case YAML_SEQUENCE_START_EVENT:
+	case YAML_MAPPING_START_EVENT: {
+		if (y->depth == SKILL_YAML_MAX_DEPTH)
+			return yfail(y, line, "nested deeper than %d levels",
+				     SKILL_YAML_MAX_DEPTH);
+		if (key_pos)
+			return yfail(y, line, "a mapping key must be a plain value, "
+				     "not a list or a mapping");
+		if ((r = ycount(y, line, 1, 0, false)))
+			return r;
+		bool seq = ev->type == YAML_SEQUENCE_START_EVENT;
+		const yaml_char_t *anchor = seq ? ev->data.sequence_start.anchor
+						: ev->data.mapping_start.anchor;
+		struct yframe f = {
+			.c = seq ? json_array() : json_object(),
+			.anchor = anchor ? strdup((const char *)anchor) : NULL,
+			.nodes0 = y->nodes - 1,
+			.bytes0 = y->bytes,
+		};
+		if (!f.c || (anchor && !f.anchor)) {
+			json_decref(f.c);
+			free(f.anchor);
+			return OOM;
+		}
+		y->st[y->depth++] = f;
+		return 0;
+	}
+	case YAML_SEQUENCE_END_EVENT:
+	case YAML_MAPPING_END_EVENT: {
+		if (!y->depth)
+			return 0;
+		struct yframe f = y->st[--y->depth];
+		free(f.key);
+		if (f.anchor) {
+			r = yanchor_add(y, f.anchor, f.c, y->nodes - f.nodes0,
+					y->bytes - f.bytes0);
+			free(f.anchor);
+			if (r) {
+				json_decref(f.c);
+				return r;
+			}
+		}
+		return yadd(y, line, f.c);
+	}
+	default:
+		return 0;
+	}
+}
+
+static int yparser_error(struct yload *y, const yaml_parser_t *p,
+			 const char *text)
+{
+	if (p->error == YAML_MEMORY_ERROR)
+		return OOM;
+	const char *problem = p->problem ? p->problem : "unknown error";
+	if (p->error == YAML_READER_ERROR)
+		return yfail(y, line_of(text, p->problem_offset) - 1,
+			     "YAML error: %s", problem);
+	if (p->context)
+		return yfail(y, p->problem_mark.line,
+			     "YAML error at column %zu: %s %s (line %zu)",
+			     p->problem_mark.column + 1, problem, p->context,
+			     y->line0 + p->context_mark.line);
+	return yfail(y, p->problem_mark.line, "YAML error at column %zu: %s",
+		     p->problem_mark.column + 1, problem);
+}
+
+/* Loads the front-matter text into *out (NULL when it holds no document).
+ * Returns 0, 1 with *err set (invalid), or OOM. */
+static int yaml_load(struct skill *s, const char *text, size_t len,
+		     size_t line0, json_t **out, char **err)
+{
+	struct yload *y = calloc(1, sizeof *y);
+	if (!y)
+		return OOM;
+	y->s = s;
+	y->line0 = line0;
+	yaml_parser_t p;
+	if (!yaml_parser_initialize(&p)) {
+		free(y);
+		return OOM;
+	}
+	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+	yaml_parser_set_encoding(&p, YAML_UTF8_ENCODING);
+
+	int r = 0, docs = 0;
+	bool done = false;
+	while (!done && r == 0) {
+		yaml_event_t ev;
+		if (!yaml_parser_parse(&p, &ev)) {
+			r = yparser_error(y, &p, text);
+			break;
+		}
+		r = yevent(y, &ev, &docs, &done);
+		yaml_event_delete(&ev);
+	}
+	yaml_parser_delete(&p);
+
+	while (y->depth) {
+		struct yframe *f = &y->st[--y->depth];
+		json_decref(f->c);
+		free(f->key);
+		free(f->anchor);
+	}
+	for (size_t i = 0; i < y->nanchors; i++) {
+		free(y->anchors[i].name);
+		json_decref(y->anchors[i].value);
+	}
+	free(y->anchors);
+	if (r == 0) {
+		*out = y->root;
+	} else {
+		json_decref(y->root);
+		*err = y->err;
+	}
+	free(y);
+	return r;
+}
+
+/* ------------------------------------------------------- skill lifecycle */
+
+static struct skill *skill_new(const char *dir_name, const char *dir)
+{
+	struct skill *s = calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
+	s->refs = 1;
+	s->valid = true;
+	s->inline_flag = -1;
+	s->user_invocable = true;
+	s->category = SKILL_ACTION;
+	s->dir_name = strdup(dir_name ? dir_name : "");
+	s->dir = dir ? strdup(dir) : NULL;
+	if (!s->dir_name || (dir && !s->dir)) {
+		free(s->dir_name);
+		free(s->dir);
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static void skill_free(struct skill *s)
+{
+	free(s->name);
+	free(s->dir_name);
+	free(s->dir);
+	free(s->parent);
+	free(s->error);
+	strlist_free(&s->warnings);
+	free(s->description);
+	free(s->license);
+	free(s->compatibility);
+	json_decref(s->metadata);
+	json_decref(s->arguments);
+	tool_decl_free(&s->allowed_tools);
+	tool_decl_free(&s->tools);
+	strlist_free(&s->sub_skill_refs);
+	json_decref(s->frontmatter);
+	free(s->raw);
+	free(s->body);
+	for (size_t i = 0; i < s->nsubs; i++)
+		skill_unref(s->subs[i]);
+	free(s->subs);
+	free(s);
+}
+
+struct skill *skill_ref(struct skill *s)
+{
+	if (s)
+		__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
+	return s;
+}
+
+void skill_unref(struct skill *s)
+{
+	if (s && __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		skill_free(s);
+}
+
+const char *skill_category_name(enum skill_category c)
+{
+	return c == SKILL_KNOWLEDGE ? "knowledge" : "action";
+}
+
+/* D1: invalid, no prose, declared-empty allowed-tools. Takes msg. */
+static int set_invalid(struct skill *s, char *msg)
+{
+	if (!msg)
+		return OOM;
+	s->valid = false;
+	free(s->error);
+	s->error = msg;
+	tool_decl_free(&s->allowed_tools);
+	s->allowed_tools.declared = true;
+	free(s->body);
+	s->body = strdup("");
+	s->body_len = 0;
+	return s->body ? 0 : OOM;
+}
+
+static int invalidf(struct skill *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int invalidf(struct skill *s, const char *fmt, ...)
+{
+	va_list ap;
+	char *m = NULL;
+	va_start(ap, fmt);
+	int n = vasprintf(&m, fmt, ap);
+	va_end(ap);
+	return set_invalid(s, n < 0 ? NULL : m);
+}
+
+/* Whether a name can serve as one path component and one line of a
+ * listing; returns why not, or NULL. */
+static const char *name_unusable(const char *n)
+{
+	size_t len = strlen(n);
+	if (len == 0)
+		return "it is empty";
+	if (len > SKILL_NAME_MAX)
+		return "it is longer than 64 bytes";
+	if (strchr(n, '/'))
+		return "it contains '/'";
+	if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0)
+		return "it is '.' or '..'";
+	for (const unsigned char *p = (const unsigned char *)n; *p; p++)
+		if (*p < 0x20 || *p == 0x7F)
+			return "it contains a control character";
+	return NULL;
+}
+
+bool skill_name_valid(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+	if (n == 0 || n > SKILL_NAME_MAX || name[0] == '-' || name[n - 1] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
+			return false;
+		if (c == '-' && name[i + 1] == '-')
+			return false;
+	}
+	return true;
+}
+
+/* ------------------------------------------------- front-matter meaning */
+
+/* A string key: absent leaves *out NULL; a wrong type warns. */
+static int str_key(struct skill *s, const json_t *fm, const char *key,
+		   char **out)
+{
+	const json_t *v = json_object_get(fm, key);
+	if (!v)
+		return 0;
+	if (!json_is_string(v))
+		return warnf(s, "front-matter '%s' is %s, not a string; ignored",
+			     key, json_kind(v));
+	*out = strdup(json_string_value(v));
+	return *out ? 0 : OOM;
+}
+
+/* A boolean key: absent or a wrong type (warned) leaves *out unchanged. */
+static int bool_key(struct skill *s, const json_t *fm, const char *key,
+		    bool *out)
+{
+	const json_t *v = json_object_get(fm, key);
+	if (!v)
+		return 0;
+	if (json_is_boolean(v)) {
+		*out = json_is_true(v);
+		return 0;
+	}
+	return warnf(s, "front-matter '%s' is %s, not true or false; using the "
+		     "default (%s)", key, json_kind(v), *out ? "true" : "false");
+}
+
+static int read_name(struct skill *s, const json_t *fm)
+{
+	const json_t *v = json_object_get(fm, "name");
+	if (!v)
+		return 0;
+	if (!json_is_string(v))
+		return warnf(s, "front-matter 'name' is %s, not a string; the skill "
+			     "takes its directory's name", json_kind(v));
+	const char *n = json_string_value(v);
+	const char *why = name_unusable(n);
+	char *q = qs(n);
+	if (!q)
+		return OOM;
+	int r;
+	if (why) {
+		r = warnf(s, "name %s cannot be used (%s); the skill takes its "
+			  "directory's name", q, why);
+	} else {
+		s->name = strdup(n);
+		r = s->name ? 0 : OOM;
+		if (!r && !skill_name_valid(n))
+			r = warnf(s, "name %s breaks the naming rules (1-64 of a-z, "
+				  "0-9 and '-', no leading, trailing or double "
+				  "hyphen)", q);
+		if (!r && strcmp(n, s->dir_name) != 0) {
+			char *qd = qs(s->dir_name);
+			r = qd ? warnf(s, "name %s differs from the directory name %s",
+				       q, qd) : OOM;
+			free(qd);
+		}
+	}
+	free(q);
+	return r;
+}
+
+static int read_sub_skills(struct skill *s, const json_t *fm)
+{
+	const json_t *v = json_object_get(fm, "sub-skills");
+	if (!v)
+		return 0;
+	if (!json_is_array(v))
+		return warnf(s, "front-matter 'sub-skills' is %s, not a list of "
+			     "names; ignored", json_kind(v));
+	size_t i;
+	const json_t *e;
+	json_array_foreach(v, i, e) {
+		const char *n = json_string_value(e);
+		int r = 0;
+		if (!n || !*n)
+			r = warnf(s, "sub-skills: item %zu is %s, not a name; ignored",
+				  i + 1, n ? "empty" : json_kind(e));
+		else if (strlist_has(&s->sub_skill_refs, n))
+			r = warnq(s, "sub-skills: %s is listed more than once; "
+				  "included once", n);
+		else
+			r = strlist_add(&s->sub_skill_refs, n) ? OOM : 0;
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+/* Takes fm (a JSON object) and reads the understood keys from it. */
+static int read_frontmatter(struct skill *s, json_t *fm)
+{
+	s->frontmatter = fm;
+	int r = read_name(s, fm);
+	if (!r)
+		r = str_key(s, fm, "description", &s->description);
+	if (!r && !json_object_get(fm, "description"))
+		r = warnf(s, "no description in the front-matter");
+	else if (!r && s->description && !*s->description)
+		r = warnf(s, "the description is empty");
+	if (!r)
+		r = str_key(s, fm, "license", &s->license);
+	if (!r)
+		r = str_key(s, fm, "compatibility", &s->compatibility);
+	if (r)
+		return r;
+	s->metadata = json_incref(json_object_get(fm, "metadata"));
+	s->arguments = json_incref(json_object_get(fm, "arguments"));
+
+	json_t *hy = json_object_get(fm, "allowed-tools");
+	json_t *us = json_object_get(fm, "allowed_tools");
+	if (hy && us && warnf(s, "both allowed-tools and allowed_tools are "
+			      "present; allowed-tools is used"))
+		return OOM;
+	if ((hy || us) && parse_decl(s, hy ? "allowed-tools" : "allowed_tools",
+				     hy ? hy : us, &s->allowed_tools))
+		return OOM;
+	json_t *tools = json_object_get(fm, "tools");
+	if (tools && parse_decl(s, "tools", tools, &s->tools))
+		return OOM;
+
+	const json_t *in = json_object_get(fm, "inline");
+	if (in && json_is_boolean(in))
+		s->inline_flag = json_is_true(in);
+	else if (in && warnf(s, "front-matter 'inline' is %s, not true or false; "
+			     "ignored", json_kind(in)))
+		return OOM;
+
+	if (read_sub_skills(s, fm))
+		return OOM;
+
+	const json_t *cat = json_object_get(fm, "category");
+	if (cat) {
+		const char *c = json_string_value(cat);
+		if (c && strcmp(c, "knowledge") == 0)
+			s->category = SKILL_KNOWLEDGE;
+		else if (!c || strcmp(c, "action") != 0) {
+			r = c ? warnq(s, "category %s is neither action nor knowledge; "
+				      "using action", c)
+			      : warnf(s, "front-matter 'category' is %s, not action or "
+				      "knowledge; using action", json_kind(cat));
+			if (r)
+				return r;
+		}
+	}
+	if (bool_key(s, fm, "disable-model-invocation", &s->disable_model_invocation) ||
+	    bool_key(s, fm, "user-invocable", &s->user_invocable))
+		return OOM;
+	return 0;
+}
+
+/* ------------------------------------------------------------ file parse */
+
+/* Whether [p, p+n) is the delimiter line mark (trailing blanks and CR
+ * allowed). */
+static bool line_is(const char *p, size_t n, const char *mark)
+{
+	while (n && (p[n - 1] == '\r' || p[n - 1] == ' ' || p[n - 1] == '\t'))
+		n--;
+	return n == 3 && memcmp(p, mark, 3) == 0;
+}
+
+static int set_body(struct skill *s, const char *p, size_t n)
+{
+	char *b = malloc(n + 1);
+	if (!b)
+		return OOM;
+	size_t j = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] == '\r' && i + 1 < n && p[i + 1] == '\n')
+			continue;
+		b[j++] = p[i];
+	}
+	b[j] = '\0';
+	free(s->body);
+	s->body = b;
+	s->body_len = j;
+	return 0;
+}
+
+/* Parses raw (taken; len bytes, any content) into s. Returns 0 or OOM. */
+static int parse_owned(struct skill *s, char *raw, size_t len,
+		       const struct skill_limits *lim)
+{
+	s->file_size = len;
+	if (len > lim_file(lim)) {
+		free(raw);
+		return invalidf(s, "SKILL.md is %zu bytes, over the limit of %zu "
+				"bytes", len, lim_file(lim));
+	}
+	s->raw = raw;
+	s->raw_len = len;
+
+	const char *nul = memchr(raw, '\0', len);
+	if (nul)
+		return invalidf(s, "SKILL.md contains a NUL byte (line %zu, byte "
+				"%zu)", line_of(raw, (size_t)(nul - raw)),
+				(size_t)(nul - raw));
+	size_t bad = utf8_invalid_at((const unsigned char *)raw, len);
+	if (bad < len)
+		return invalidf(s, "SKILL.md is not valid UTF-8 (line %zu, byte "
+				"%zu)", line_of(raw, bad), bad);
+
+	size_t off = len >= 3 && memcmp(raw, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+	const char *nl = memchr(raw + off, '\n', len - off);
+	size_t eol = nl ? (size_t)(nl - raw) : len;
+	if (!line_is(raw + off, eol - off, "---"))
+		return set_body(s, raw + off, len - off);
+
+	size_t fm_start = nl ? eol + 1 : len, fm_end = 0, body = 0, p = fm_start;
+	bool closed = false;
+	while (p < len && !closed) {
+		nl = memchr(raw + p, '\n', len - p);
+		size_t e = nl ? (size_t)(nl - raw) : len;
+		if (line_is(raw + p, e - p, "---") || line_is(raw + p, e - p, "...")) {
+			fm_end = p;
+			body = nl ? e + 1 : len;
+			closed = true;
+		}
+		p = e + 1;
+	}
+	if (!closed)
+		return invalidf(s, "front-matter not closed: the first line is '---' "
+				"but no line '---' or '...' ends it");
+	if (fm_end - fm_start > lim_fm(lim))
+		return invalidf(s, "front-matter is %zu bytes, over the limit of %zu "
+				"bytes", fm_end - fm_start, lim_fm(lim));
+
+	json_t *fm = NULL;
+	char *err = NULL;
+	int r = yaml_load(s, raw + fm_start, fm_end - fm_start, 2, &fm, &err);
+	if (r < 0)
+		return OOM;
+	if (r > 0)
+		return set_invalid(s, err);
+	if (!fm)
+		fm = json_object(); /* empty or comments only: no keys */
+	else if (!json_is_object(fm)) {
+		const char *kind = json_kind(fm);
+		json_decref(fm);
+		return invalidf(s, "front-matter is %s, not a mapping of keys", kind);
+	}
+	if (!fm)
+		return OOM;
+	if (read_frontmatter(s, fm))
+		return OOM;
+	return set_body(s, raw + body, len - body);
+}
+
+/* Gives s its final name: the front-matter name, else the directory's. */
+static int finish(struct skill *s)
+{
+	if (!s->name)
+		s->name = strdup(s->dir_name);
+	if (!s->name)
+		return OOM;
+	if (!s->valid)
+		return 0;
+	if (!s->frontmatter)
+		return warnf(s, "no front-matter: the skill takes its directory's "
+			     "name and has no description");
+	if (!json_object_get(s->frontmatter, "name"))
+		return warnf(s, "no name in the front-matter; the skill takes its "
+			     "directory's name");
+	return 0;
+}
+
+struct skill *skill_parse(const char *dir_name, const char *dir,
+			  const char *bytes, size_t len,
+			  const struct skill_limits *lim)
+{
+	struct skill *s = skill_new(dir_name, dir);
+	if (!s)
+		return NULL;
+	char *raw = NULL;
+	if (len <= lim_file(lim)) {
+		raw = malloc(len + 1);
+		if (!raw) {
+			skill_unref(s);
+			return NULL;
+		}
+		if (len)
+			memcpy(raw, bytes, len);
+		raw[len] = '\0';
+	}
+	if (parse_owned(s, raw, len, lim) || finish(s)) {
+		skill_unref(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* ------------------------------------------------------------ file load */
+
+static char *path_join(const char *a, const char *b)
+{
+	char *p = NULL;
+	return asprintf(&p, "%s/%s", a, b) < 0 ? NULL : p;
+}
+
+/* Reads <s->dir>/SKILL.md into s. Returns 0 or OOM. */
+static int load_file(struct skill *s, const struct skill_limits *lim)
+{
+	char *path = path_join(s->dir, "SKILL.md");
+	if (!path)
+		return OOM;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		int e = errno;
+		int r = e == ELOOP ? invalidf(s, "%s is a symbolic link; it is not "
+					      "followed", path)
+		      : e == ENOENT ? invalidf(s, "%s does not exist", path)
+				    : invalidf(s, "cannot open %s: %s", path,
+					       strerror(e));
+		free(path);
+		return r;
+	}
+	struct stat st;
+	int r = 0;
+	struct buf b = {0};
+	if (fstat(fd, &st) < 0) {
+		r = invalidf(s, "cannot stat %s: %s", path, strerror(errno));
+		goto out;
+	}
+	s->st_dev = st.st_dev;
+	s->st_ino = st.st_ino;
+	s->st_size = st.st_size;
+	s->st_mtim = st.st_mtim;
+	s->st_ctim = st.st_ctim;
+	if (!S_ISREG(st.st_mode)) {
+		r = invalidf(s, "%s is not a regular file", path);
+		goto out;
+	}
+	size_t max = lim_file(lim);
+	if ((unsigned long long)st.st_size > max) {
+		s->file_size = (size_t)st.st_size;
+		r = invalidf(s, "SKILL.md is %zu bytes, over the limit of %zu bytes",
+			     (size_t)st.st_size, max);
+		goto out;
+	}
+	char chunk[16384];
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof chunk);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = invalidf(s, "cannot read %s: %s", path, strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		if (b.len + (size_t)n > max) { /* it grew while being read */
+			s->file_size = b.len + (size_t)n;
+			r = invalidf(s, "SKILL.md is over the limit of %zu bytes", max);
+			goto out;
+		}
+		if (buf_append(&b, chunk, (size_t)n)) {
+			r = OOM;
+			goto out;
+		}
+	}
+	size_t len = 0;
+	char *raw = buf_steal(&b, &len);
+	r = raw ? parse_owned(s, raw, len, lim) : OOM;
+out:
+	buf_free(&b);
+	close(fd);
+	free(path);
+	return r;
+}
+
+static struct skill *load_one(const char *dir, const char *dir_name,
+			      const char *parent, const struct skill_limits *lim,
+			      bool with_subs);
+
+/* Loads <s->dir>/skills/<sub>/SKILL.md, one level, sorted by name. */
+static int load_subs(struct skill *s, const struct skill_limits *lim)
+{
+	char *path = path_join(s->dir, "skills");
+	if (!path)
+		return OOM;
+	int r = 0;
+	struct strlist names = {0};
+	int dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		if (errno == ELOOP)
+			r = warnf(s, "skills/ is a symbolic link; its sub-skills are "
+				  "not loaded");
+		else if (errno != ENOENT && errno != ENOTDIR)
+			r = warnf(s, "cannot open skills/: %s", strerror(errno));
+		free(path);
+		return r;
+	}
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		r = warnf(s, "cannot read skills/: %s", strerror(errno));
+		close(dfd);
+		free(path);
+		return r;
+	}
+	for (;;) {
+		errno = 0;
+		struct dirent *de = readdir(d);
+		if (!de) {
+			if (errno)
+				r = warnf(s, "cannot read skills/: %s", strerror(errno));
+			break;
+		}
+		struct stat st;
+		if (de->d_name[0] == '.' ||
+		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			if ((r = warnq(s, "skills/%s is a symbolic link; not loaded",
+				       de->d_name)))
+				break;
+			continue;
+		}
+		char *md = path_join(de->d_name, "SKILL.md");
+		if (!md) {
+			r = OOM;
+			break;
+		}
+		bool has = S_ISDIR(st.st_mode) &&
+			   fstatat(dfd, md, &st, AT_SYMLINK_NOFOLLOW) == 0;
+		free(md);
+		if (has && strlist_add(&names, de->d_name)) {
+			r = OOM;
+			break;
+		}
+	}
+	closedir(d);
+	strlist_sort(&names);
+	if (r == 0 && names.n) {
+		s->subs = calloc(names.n, sizeof *s->subs);
+		if (!s->subs)
+			r = OOM;
+	}
+	for (size_t i = 0; r == 0 && i < names.n; i++) {
+		char *sub = path_join(path, names.items[i]);
+		struct skill *k = sub ? load_one(sub, names.items[i], s->name, lim,
+						 false) : NULL;
+		free(sub);
+		if (!k)
+			r = OOM;
+		else
+			s->subs[s->nsubs++] = k;
+	}
+	strlist_free(&names);
+	free(path);
+	return r;
+}
+
+static struct skill *load_one(const char *dir, const char *dir_name,
+			      const char *parent, const struct skill_limits *lim,
+			      bool with_subs)
+{
+	struct skill *s = skill_new(dir_name, dir);
+	if (!s)
+		return NULL;
+	if (parent && !(s->parent = strdup(parent)))
+		goto oom;
+	if (load_file(s, lim) || finish(s))
+		goto oom;
+	if (with_subs && load_subs(s, lim))
+		goto oom;
+	return s;
+oom:
+	skill_unref(s);
+	return NULL;
+}
+
+struct skill *skill_load(const char *dir, const struct skill_limits *lim)
+{
+	struct buf b = {0};
+	int r = 0;
+	if (dir[0] != '/') {
+		char *cwd = getcwd(NULL, 0);
+		if (cwd)
+			r = buf_printf(&b, "%s/", cwd);
+		else if (errno == ENOMEM)
+			r = -1;
+		free(cwd);
+	}
+	if (r || buf_puts(&b, dir)) {
+		buf_free(&b);
+		return NULL;
+	}
+	while (b.len > 1 && b.data[b.len - 1] == '/')
+		b.data[--b.len] = '\0';
+	char *abs = b.data;
+	const char *slash = strrchr(abs, '/');
+	const char *base = slash ? slash + 1 : abs;
+	char *real = NULL;
+	if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0) {
+		real = realpath(abs, NULL); /* "x/.." has no name of its own */
+		if (real && (slash = strrchr(real, '/')) && slash[1])
+			base = slash + 1;
+	}
+	struct skill *s = load_one(abs, base, NULL, lim, true);
+	free(real);
+	buf_free(&b);
+	return s;
+}
+
+bool skill_same_file(const struct skill *s, const struct stat *st)
+{
+	return s->st_dev == st->st_dev && s->st_ino == st->st_ino &&
+	       s->st_size == st->st_size &&
+	       s->st_mtim.tv_sec == st->st_mtim.tv_sec &&
+	       s->st_mtim.tv_nsec == st->st_mtim.tv_nsec &&
+	       s->st_ctim.tv_sec == st->st_ctim.tv_sec &&
+	       s->st_ctim.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+/* ------------------------------------------------------------------ JSON */
+
+/* A JSON string for text that may not be UTF-8 (directory names): bad
+ * bytes become \xNN. NULL text gives null. */
+static json_t *jstr(const char *t)
+{
+	if (!t)
+		return json_null();
+	size_t n = strlen(t);
+	if (utf8_invalid_at((const unsigned char *)t, n) == n)
+		return json_stringn(t, n);
+	struct buf b = {0};
+	for (size_t i = 0; i < n;) {
+		size_t ok = utf8_invalid_at((const unsigned char *)t + i, n - i);
+		int r = buf_append(&b, t + i, ok);
+		i += ok;
+		if (!r && i < n)
+			r = buf_printf(&b, "\\x%02X", (unsigned char)t[i++]);
+		if (r) {
+			buf_free(&b);
+			return NULL;
+		}
+	}
+	json_t *j = json_stringn(b.data, b.len);
+	buf_free(&b);
+	return j;
+}
+
+static void put(json_t *o, const char *k, json_t *v, bool *ok)
+{
+	if (!v || json_object_set_new(o, k, v))
+		*ok = false;
+}
+
+static json_t *strlist_json(const struct strlist *l)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < l->n; i++)
+		if (json_array_append_new(a, jstr(l->items[i]))) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+static json_t *decl_json(const struct tool_decl *d)
+{
+	if (!d->declared)
+		return json_null();
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < d->n; i++) {
+		json_t *g = json_object();
+		bool ok = g != NULL;
+		if (g) {
+			put(g, "tool", jstr(d->items[i].tool), &ok);
+			put(g, "pattern", jstr(d->items[i].pattern), &ok);
+			put(g, "raw", jstr(d->items[i].raw), &ok);
+		}
+		if (!ok || json_array_append_new(a, g)) {
+			if (!ok)
+				json_decref(g);
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+static json_t *copy_or_null(const json_t *v)
+{
+	return v ? json_deep_copy(v) : json_null();
+}
+
+json_t *skill_to_json(const struct skill *s)
+{
+	json_t *o = json_object();
+	if (!o)
+		return NULL;
+	bool ok = true;
+	put(o, "name", jstr(s->name), &ok);
+	put(o, "dir_name", jstr(s->dir_name), &ok);
+	put(o, "dir", jstr(s->dir), &ok);
+	put(o, "parent", jstr(s->parent), &ok);
+	put(o, "valid", json_boolean(s->valid), &ok);
+	put(o, "error", jstr(s->error), &ok);
+	put(o, "warnings", strlist_json(&s->warnings), &ok);
+	put(o, "description", jstr(s->description), &ok);
+	put(o, "license", jstr(s->license), &ok);
+	put(o, "compatibility", jstr(s->compatibility), &ok);
+	put(o, "metadata", copy_or_null(s->metadata), &ok);
+	put(o, "arguments", copy_or_null(s->arguments), &ok);
+	put(o, "allowed_tools", decl_json(&s->allowed_tools), &ok);
+	put(o, "tools", decl_json(&s->tools), &ok);
+	put(o, "inline", s->inline_flag < 0 ? json_null()
+					    : json_boolean(s->inline_flag), &ok);
+	put(o, "sub_skills", strlist_json(&s->sub_skill_refs), &ok);
+	put(o, "category", json_string(skill_category_name(s->category)), &ok);
+	put(o, "disable_model_invocation",
+	    json_boolean(s->disable_model_invocation), &ok);
+	put(o, "user_invocable", json_boolean(s->user_invocable), &ok);
+	put(o, "frontmatter", copy_or_null(s->frontmatter), &ok);
+	put(o, "body_bytes", json_integer((json_int_t)s->body_len), &ok);
+	put(o, "file_bytes", json_integer((json_int_t)s->file_size), &ok);
+	json_t *subs = json_array();
+	for (size_t i = 0; subs && i < s->nsubs; i++)
+		if (json_array_append_new(subs, jstr(s->subs[i]->name))) {
+			json_decref(subs);
+			subs = NULL;
+		}
+	put(o, "directory_sub_skills", subs, &ok);
+	if (!ok) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}

@@ -11,13 +11,22 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "strlist.h"
 
 #define SKILL_NAME_MAX 64
 #define SKILL_DEFAULT_FRONTMATTER_MAX (8 * 1024)
 #define SKILL_DEFAULT_FILE_MAX (256 * 1024)
+
+/* Bounds on the parsed front-matter, whatever its size: nesting depth,
+ * nodes after alias expansion, and scalar bytes added by aliases. A
+ * front-matter beyond them is invalid (D1). */
+#define SKILL_YAML_MAX_DEPTH 64
+#define SKILL_YAML_MAX_NODES 10000
+#define SKILL_YAML_MAX_ALIAS_BYTES (1024 * 1024)
 
 struct skill_limits {
 	size_t frontmatter_max; /* bytes of front-matter text; 0 = default */
@@ -69,9 +78,12 @@ struct skill {
 	json_t *frontmatter; /* every front-matter key as JSON (unknown kept), or NULL */
 
 	/* The file. raw holds SKILL.md byte for byte when it was read (it is
-	 * NULL when the file is over the size limit: serve it from disk). */
+	 * NULL, raw_len 0, when the file is over the size limit or could not
+	 * be read: serve it from disk). file_size is the file's size in bytes
+	 * either way (0 when there is no file). */
 	char *raw;
 	size_t raw_len;
+	size_t file_size;
 	char *body; /* markdown body after the front-matter, BOM dropped,
 	               CRLF turned into LF; "" for invalid skills */
 	size_t body_len;
@@ -123,9 +135,16 @@ bool skill_same_file(const struct skill *s, const struct stat *st);
  * Returns a new reference, or NULL on ENOMEM. */
 json_t *skill_to_json(const struct skill *s);
 
+/* "action" or "knowledge". */
+const char *skill_category_name(enum skill_category c);
+
+/* Takes a reference (atomically) and returns s. */
 struct skill *skill_ref(struct skill *s);
+/* Drops a reference; the last one frees s and its directory sub-skills.
+ * NULL is ignored. */
 void skill_unref(struct skill *s);
 
+/* Frees the items of d and leaves it undeclared (declared == false). */
 void tool_decl_free(struct tool_decl *d);
 
 #endif

@@ -1,0 +1,1342 @@
+#include "store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BUSY_TIMEOUT_MS 5000
+
+struct store {
+	sqlite3 *db;
+	pthread_mutex_t lock; /* held around every use of db */
+};
+
+/* migrations[i] takes a database from version i to version i + 1. Never
+ * edit a released step: add a new one. */
+static const char *const migrations[] = {
+	/* 0 -> 1: the first schema (no stored allow-list). */
+	"CREATE TABLE runs ("
+	"  id TEXT PRIMARY KEY NOT NULL,"
+	"  seq INTEGER UNIQUE,"
+	"  config TEXT NOT NULL DEFAULT 'default',"
+	"  prompt TEXT,"
+	"  forced_skills TEXT NOT NULL DEFAULT '[]',"
+	"  state TEXT NOT NULL,"
+	"  mode TEXT,"
+	"  chat_id TEXT,"
+	"  model TEXT,"
+	"  error TEXT,"
+	"  result TEXT,"
+	"  pending TEXT,"
+	"  input TEXT,"
+	"  usage TEXT,"
+	"  created_at INTEGER NOT NULL,"
+	"  updated_at INTEGER NOT NULL,"
+	"  started_at INTEGER,"
+	"  finished_at INTEGER"
+	");"
+	"CREATE INDEX runs_by_state ON runs(state, seq);"
+	"CREATE TABLE messages ("
+	"  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+	"  chat_id TEXT NOT NULL,"
+	"  seq INTEGER NOT NULL,"
+	"  role TEXT NOT NULL,"
+	"  json TEXT NOT NULL,"
+	"  ts INTEGER NOT NULL,"
+	"  PRIMARY KEY (run_id, chat_id, seq)"
+	");"
+	"CREATE TABLE chats ("
+	"  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+	"  chat_id TEXT NOT NULL,"
+	"  parent_chat TEXT,"
+	"  skill TEXT,"
+	"  state TEXT NOT NULL,"
+	"  result TEXT,"
+	"  created_at INTEGER NOT NULL,"
+	"  updated_at INTEGER NOT NULL,"
+	"  PRIMARY KEY (run_id, chat_id)"
+	");"
+	"CREATE TABLE events ("
+	"  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+	"  seq INTEGER NOT NULL,"
+	"  ts INTEGER NOT NULL,"
+	"  type TEXT NOT NULL,"
+	"  json TEXT NOT NULL,"
+	"  PRIMARY KEY (run_id, seq)"
+	");",
+	/* 1 -> 2: the allow-list resolved at enqueue (R6); NULL for runs
+	 * enqueued by version 1 (R8). */
+	"ALTER TABLE runs ADD COLUMN allowed_tools TEXT;",
+};
+
+_Static_assert(sizeof migrations / sizeof *migrations == STORE_SCHEMA_VERSION,
+	       "one migration per schema version");
+
+/* ---- small helpers ---------------------------------------------------- */
+
+__attribute__((format(printf, 2, 3)))
+static void set_err(char **err, const char *fmt, ...)
+{
+	if (!err)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = NULL;
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	free(*err);
+	*err = s;
+}
+
+static int errno_of(int sqlite_rc)
+{
+	switch (sqlite_rc & 0xff) {
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_READONLY:
+		return -EROFS;
+	default:
+		return -EIO;
+	}
+}
+
+/* Reports the connection's last error about `what`; returns its errno. */
+static int db_fail(struct store *st, char **err, const char *what)
+{
+	set_err(err, "state database: %s: %s", what, sqlite3_errmsg(st->db));
+	return errno_of(sqlite3_errcode(st->db));
+}
+
+static int oom(char **err)
+{
+	set_err(err, "out of memory");
+	return -ENOMEM;
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_REALTIME, &ts) < 0)
+		return 0;
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static bool empty(const char *s)
+{
+	return !s || !*s;
+}
+
+static bool state_ok(enum runstate s)
+{
+	return (int)s >= 0 && (int)s < RUNSTATE_COUNT;
+}
+
+static int prepare(struct store *st, const char *sql, sqlite3_stmt **out,
+		   char **err)
+{
+	if (sqlite3_prepare_v2(st->db, sql, -1, out, NULL) != SQLITE_OK) {
+		*out = NULL;
+		return db_fail(st, err, "preparing a statement");
+	}
+	return 0;
+}
+
+static int exec(struct store *st, const char *sql, char **err)
+{
+	if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+		return db_fail(st, err, sql);
+	return 0;
+}
+
+/* Runs a statement that returns no rows; finalizes it. */
+static int step_done(struct store *st, sqlite3_stmt *s, const char *what,
+		     char **err)
+{
+	int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : db_fail(st, err, what);
+	sqlite3_finalize(s);
+	return rc;
+}
+
+static int begin(struct store *st, char **err)
+{
+	return exec(st, "BEGIN IMMEDIATE", err);
+}
+
+/* Commits when rc == 0, else rolls back; returns the final result. */
+static int finish(struct store *st, int rc, char **err)
+{
+	if (rc == 0)
+		rc = exec(st, "COMMIT", err);
+	if (rc != 0 && !sqlite3_get_autocommit(st->db))
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
+static void lock(struct store *st)
+{
+	pthread_mutex_lock(&st->lock);
+}
+
+static void unlock(struct store *st)
+{
+	pthread_mutex_unlock(&st->lock);
+}
+
+/* Compact JSON text of v (any JSON value), or NULL with *rc set. */
+static char *dump(const json_t *v, int *rc, char **err)
+{
+	char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	if (!s)
+		*rc = oom(err);
+	return s;
+}
+
+static int col_str(sqlite3_stmt *s, int i, char **out, char **err)
+{
+	const unsigned char *t = sqlite3_column_text(s, i);
+	*out = NULL;
+	if (!t)
+		return 0;
+	*out = strdup((const char *)t);
+	return *out ? 0 : oom(err);
+}
+
+static int col_json(sqlite3_stmt *s, int i, json_t **out, const char *what,
+		    const char *id, char **err)
+{
+	const char *t = (const char *)sqlite3_column_text(s, i);
+	*out = NULL;
+	if (!t)
+		return 0;
+	json_error_t je;
+	*out = json_loads(t, JSON_DECODE_ANY, &je);
+	if (!*out) {
+		set_err(err, "state database: run '%s': %s is not JSON: %s",
+			id, what, je.text);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int col_state(sqlite3_stmt *s, int i, enum runstate *out,
+		     const char *id, char **err)
+{
+	const char *t = (const char *)sqlite3_column_text(s, i);
+	if (!runstate_parse(t, out)) {
+		set_err(err, "state database: run '%s' has unknown state '%s'",
+			id, t ? t : "(null)");
+		return -EIO;
+	}
+	return 0;
+}
+
+static int no_run(const char *id, char **err)
+{
+	set_err(err, "no run '%s'", id);
+	return -ENOENT;
+}
+
+/* ---- opening and migrating -------------------------------------------- */
+
+static int pragma_int(struct store *st, const char *sql, int *out, char **err)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st, sql, &s, err);
+	if (rc)
+		return rc;
+	if (sqlite3_step(s) == SQLITE_ROW)
+		*out = sqlite3_column_int(s, 0);
+	else
+		rc = db_fail(st, err, sql);
+	sqlite3_finalize(s);
+	return rc;
+}
+
+static int set_journal_wal(struct store *st, const char *path, char **err)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st, "PRAGMA journal_mode=WAL", &s, err);
+	if (rc)
+		return rc;
+	if (sqlite3_step(s) != SQLITE_ROW) {
+		rc = db_fail(st, err, "setting the WAL journal");
+	} else {
+		const char *mode = (const char *)sqlite3_column_text(s, 0);
+		if (!mode || strcmp(mode, "wal") != 0) {
+			set_err(err, "state database %s: cannot use a WAL "
+				"journal here (got '%s'); put it on a local "
+				"filesystem", path, mode ? mode : "?");
+			rc = -EIO;
+		}
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
+static int migrate(struct store *st, const char *path, char **err)
+{
+	int rc = begin(st, err);
+	if (rc)
+		return rc;
+	int version = 0;
+	rc = pragma_int(st, "PRAGMA user_version", &version, err);
+	if (rc == 0 && (version < 0 || version > STORE_SCHEMA_VERSION)) {
+		set_err(err, "state database %s has schema version %d, newer "
+			"than this skillfs understands (%d): use a newer skillfs "
+			"or another state file", path, version,
+			STORE_SCHEMA_VERSION);
+		rc = -EINVAL;
+	}
+	if (rc == 0 && version == 0) {
+		int tables = 0;
+		rc = pragma_int(st, "SELECT count(*) FROM sqlite_master",
+				&tables, err);
+		if (rc == 0 && tables > 0) {
+			set_err(err, "%s is an SQLite database but not a "
+				"skillfs state database (no schema version)",
+				path);
+			rc = -EINVAL;
+		}
+	}
+	for (int v = version; rc == 0 && v < STORE_SCHEMA_VERSION; v++) {
+		if (sqlite3_exec(st->db, migrations[v], NULL, NULL, NULL) !=
+		    SQLITE_OK) {
+			set_err(err, "state database %s: migrating to schema "
+				"version %d: %s", path, v + 1,
+				sqlite3_errmsg(st->db));
+			rc = errno_of(sqlite3_errcode(st->db));
+		}
+	}
+	if (rc == 0 && version != STORE_SCHEMA_VERSION) {
+		char sql[64];
+		snprintf(sql, sizeof sql, "PRAGMA user_version = %d",
+			 STORE_SCHEMA_VERSION);
+		rc = exec(st, sql, err);
+	}
+	return finish(st, rc, err);
+}
+
+struct store *store_open(const char *path, char **err)
+{
+	if (empty(path)) {
+		set_err(err, "state database: no path given");
+		return NULL;
+	}
+	/* Create the file ourselves so that it (and the -wal and -shm files
+	 * SQLite derives from it) is private: runs hold prompts. */
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		set_err(err, "cannot open state database %s: %s", path,
+			strerror(errno));
+		return NULL;
+	}
+	close(fd);
+
+	struct store *st = calloc(1, sizeof *st);
+	if (!st) {
+		oom(err);
+		return NULL;
+	}
+	int prc = pthread_mutex_init(&st->lock, NULL);
+	if (prc != 0) {
+		set_err(err, "state database: mutex: %s", strerror(prc));
+		free(st);
+		return NULL;
+	}
+	/* Our mutex serialises every use of the connection. */
+	int rc = sqlite3_open_v2(path, &st->db,
+				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+				 NULL);
+	if (rc != SQLITE_OK) {
+		set_err(err, "cannot open state database %s: %s", path,
+			st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
+		goto fail;
+	}
+	sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
+	rc = set_journal_wal(st, path, err);
+	if (rc == 0)
+		rc = exec(st, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
+			  err);
+	if (rc == 0)
+		rc = migrate(st, path, err);
+	if (rc != 0)
+		goto fail;
+	return st;
+fail:
+	sqlite3_close_v2(st->db);
+	pthread_mutex_destroy(&st->lock);
+	free(st);
+	return NULL;
+}
+
+void store_close(struct store *st)
+{
+	if (!st)
+		return;
+	sqlite3_close_v2(st->db);
+	pthread_mutex_destroy(&st->lock);
+	free(st);
+}
+
+/* ---- runs --------------------------------------------------------------- */
+
+int store_run_create(struct store *st, const char *id, char **err)
+{
+	if (empty(id)) {
+		set_err(err, "a run id cannot be empty");
+		return -EINVAL;
+	}
+	lock(st);
+	sqlite3_stmt *s;
+	int rc = prepare(st,
+		"INSERT OR IGNORE INTO runs (id, state, created_at, updated_at) "
+		"VALUES (?1, ?2, ?3, ?3)", &s, err);
+	if (rc == 0) {
+		sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 2, runstate_name(RUNSTATE_CREATED), -1,
+				  SQLITE_STATIC);
+		sqlite3_bind_int64(s, 3, now_ns());
+		rc = step_done(st, s, "creating a run", err);
+	}
+	if (rc == 0 && sqlite3_changes(st->db) == 0) {
+		set_err(err, "run '%s' already exists", id);
+		rc = -EEXIST;
+	}
+	unlock(st);
+	return rc;
+}
+
+static int read_run(sqlite3_stmt *s, struct run_row *r, char **err)
+{
+	const char *id = (const char *)sqlite3_column_text(s, 0);
+	int rc = col_str(s, 0, &r->id, err);
+	if (rc == 0) {
+		r->seq = sqlite3_column_int64(s, 1);
+		rc = col_str(s, 2, &r->config, err);
+	}
+	if (rc == 0)
+		rc = col_str(s, 3, &r->prompt, err);
+	if (rc == 0)
+		rc = col_json(s, 4, &r->forced_skills, "forced_skills", id, err);
+	if (rc == 0 && !r->forced_skills && !(r->forced_skills = json_array()))
+		rc = oom(err);
+	if (rc == 0)
+		rc = col_json(s, 5, &r->allowed_tools, "allowed_tools", id, err);
+	if (rc == 0)
+		rc = col_state(s, 6, &r->state, id, err);
+	if (rc == 0)
+		rc = col_str(s, 7, &r->mode, err);
+	if (rc == 0)
+		rc = col_str(s, 8, &r->chat_id, err);
+	if (rc == 0)
+		rc = col_str(s, 9, &r->model, err);
+	if (rc == 0)
+		rc = col_str(s, 10, &r->error, err);
+	if (rc == 0)
+		rc = col_str(s, 11, &r->result, err);
+	if (rc == 0)
+		rc = col_json(s, 12, &r->pending, "pending", id, err);
+	if (rc == 0)
+		rc = col_str(s, 13, &r->input, err);
+	if (rc == 0)
+		rc = col_json(s, 14, &r->usage, "usage", id, err);
+	if (rc == 0) {
+		r->created_at = sqlite3_column_int64(s, 15);
+		r->updated_at = sqlite3_column_int64(s, 16);
+		r->started_at = sqlite3_column_int64(s, 17);
+		r->finished_at = sqlite3_column_int64(s, 18);
+	}
+	return rc;
+}
+
+int store_run_get(struct store *st, const char *id, struct run_row *out,
+		  char **err)
+{
+	memset(out, 0, sizeof *out);
+	if (empty(id))
+		return no_run("", err);
+	lock(st);
+	sqlite3_stmt *s;
+	int rc = prepare(st,
+		"SELECT id, seq, config, prompt, forced_skills, allowed_tools, "
+		"state, mode, chat_id, model, error, result, pending, input, "
+		"usage, created_at, updated_at, started_at, finished_at "
+		"FROM runs WHERE id = ?1", &s, err);
+	if (rc == 0) {
+		sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+		int step = sqlite3_step(s);
+		if (step == SQLITE_ROW)
+			rc = read_run(s, out, err);
+		else if (step == SQLITE_DONE)
+			rc = no_run(id, err);
+		else
+			rc = db_fail(st, err, "reading a run");
+		sqlite3_finalize(s);
+	}
+	unlock(st);
+	if (rc != 0)
+		run_row_free(out);
+	return rc;
+}
+
+void run_row_free(struct run_row *r)
+{
+	if (!r)
+		return;
+	free(r->id);
+	free(r->config);
+	free(r->prompt);
+	json_decref(r->forced_skills);
+	json_decref(r->allowed_tools);
+	free(r->mode);
+	free(r->chat_id);
+	free(r->model);
+	free(r->error);
+	free(r->result);
+	json_decref(r->pending);
+	free(r->input);
+	json_decref(r->usage);
+	memset(r, 0, sizeof *r);
+}
+
+/* The state of run id, with the lock held. */
+static int state_locked(struct store *st, const char *id, enum runstate *out,
+			char **err)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st, "SELECT state FROM runs WHERE id = ?1", &s, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+	int step = sqlite3_step(s);
+	if (step == SQLITE_ROW)
+		rc = col_state(s, 0, out, id, err);
+	else if (step == SQLITE_DONE)
+		rc = no_run(id, err);
+	else
+		rc = db_fail(st, err, "reading a run's state");
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int store_run_state(struct store *st, const char *id, enum runstate *out,
+		    char **err)
+{
+	if (empty(id))
+		return no_run("", err);
+	lock(st);
+	int rc = state_locked(st, id, out, err);
+	unlock(st);
+	return rc;
+}
+
+/* Appends column 0 of every row of s (bound by the caller) to out. */
+static int collect_ids(struct store *st, sqlite3_stmt *s, struct strlist *out,
+		       char **err)
+{
+	int rc = 0, step;
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		const char *t = (const char *)sqlite3_column_text(s, 0);
+		if (t && strlist_add(out, t) < 0) {
+			rc = oom(err);
+			break;
+		}
+	}
+	if (rc == 0 && step != SQLITE_DONE)
+		rc = db_fail(st, err, "listing runs");
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int store_run_ids(struct store *st, struct strlist *out, char **err)
+{
+	lock(st);
+	sqlite3_stmt *s;
+	int rc = prepare(st, "SELECT id FROM runs ORDER BY id", &s, err);
+	if (rc == 0)
+		rc = collect_ids(st, s, out, err);
+	unlock(st);
+	return rc;
+}
+
+int store_runs_in_state(struct store *st, enum runstate state,
+			struct strlist *out, char **err)
+{
+	if (!state_ok(state)) {
+		set_err(err, "invalid run state %d", (int)state);
+		return -EINVAL;
+	}
+	lock(st);
+	sqlite3_stmt *s;
+	int rc = prepare(st,
+		"SELECT id FROM runs WHERE state = ?1 ORDER BY seq, id", &s, err);
+	if (rc == 0) {
+		sqlite3_bind_text(s, 1, runstate_name(state), -1, SQLITE_STATIC);
+		rc = collect_ids(st, s, out, err);
+	}
+	unlock(st);
+	return rc;
+}
+
+/* Checks, with the lock held and a transaction open, that run id is in
+ * state want; -EBUSY naming `doing` otherwise. */
+static int expect_state_locked(struct store *st, const char *id,
+			       enum runstate want, const char *doing,
+			       char **err)
+{
+	enum runstate cur;
+	int rc = state_locked(st, id, &cur, err);
+	if (rc == 0 && cur != want) {
+		set_err(err, "run '%s' is %s, not %s: cannot %s", id,
+			runstate_name(cur), runstate_name(want), doing);
+		rc = -EBUSY;
+	}
+	return rc;
+}
+
+/* UPDATE sql (?1 value, ?2 now, ?3 id) on a run that must be created. */
+static int set_created_field(struct store *st, const char *id,
+			     const char *sql, const char *value,
+			     const char *doing, char **err)
+{
+	lock(st);
+	int rc = begin(st, err);
+	if (rc == 0)
+		rc = expect_state_locked(st, id, RUNSTATE_CREATED, doing, err);
+	sqlite3_stmt *s;
+	if (rc == 0)
+		rc = prepare(st, sql, &s, err);
+	if (rc == 0) {
+		sqlite3_bind_text(s, 1, value, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 2, now_ns());
+		sqlite3_bind_text(s, 3, id, -1, SQLITE_STATIC);
+		rc = step_done(st, s, doing, err);
+	}
+	rc = finish(st, rc, err);
+	unlock(st);
+	return rc;
+}
+
+int store_run_set_config(struct store *st, const char *id, const char *config,
+			 char **err)
+{
+	if (empty(id))
+		return no_run("", err);
+	if (empty(config)) {
+		set_err(err, "a configuration name cannot be empty");
+		return -EINVAL;
+	}
+	return set_created_field(st, id,
+		"UPDATE runs SET config = ?1, updated_at = ?2 WHERE id = ?3",
+		config, "change its config", err);
+}
+
+int store_run_set_forced_skills(struct store *st, const char *id,
+				const json_t *skills, char **err)
+{
+	if (empty(id))
+		return no_run("", err);
+	if (!json_is_array(skills)) {
+		set_err(err, "forced skills must be a JSON array");
+		return -EINVAL;
+	}
+	int rc = 0;
+	char *text = dump(skills, &rc, err);
+	if (!text)
+		return rc;
+	rc = set_created_field(st, id,
+		"UPDATE runs SET forced_skills = ?1, updated_at = ?2 WHERE id = ?3",
+		text, "change its skills", err);
+	free(text);
+	return rc;
+}
+
+/* Bumps the run's updated_at; -ENOENT when there is no such run. */
+static int touch_locked(struct store *st, const char *id, int64_t now,
+			char **err)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st, "UPDATE runs SET updated_at = ?1 WHERE id = ?2",
+			 &s, err);
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(s, 1, now);
+	sqlite3_bind_text(s, 2, id, -1, SQLITE_STATIC);
+	rc = step_done(st, s, "updating a run", err);
+	if (rc == 0 && sqlite3_changes(st->db) == 0)
+		rc = no_run(id, err);
+	return rc;
+}
+
+/* SELECT COALESCE(MAX(seq), 0) + 1 ... with ?1 (and ?2) bound to a, b. */
+static int next_seq_locked(struct store *st, const char *sql, const char *a,
+			   const char *b, int64_t *out, char **err)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st, sql, &s, err);
+	if (rc)
+		return rc;
+	if (a)
+		sqlite3_bind_text(s, 1, a, -1, SQLITE_STATIC);
+	if (b)
+		sqlite3_bind_text(s, 2, b, -1, SQLITE_STATIC);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		*out = sqlite3_column_int64(s, 0);
+	else
+		rc = db_fail(st, err, "numbering");
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/* Inserts an event; data_text is JSON text. Lock held, transaction open. */
+static int event_insert_locked(struct store *st, const char *run_id,
+			       const char *type, const char *data_text,
+			       int64_t now, int64_t *seq, char **err)
+{
+	int64_t n = 0;
+	int rc = next_seq_locked(st,
+		"SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = ?1",
+		run_id, NULL, &n, err);
+	sqlite3_stmt *s;
+	if (rc == 0)
+		rc = prepare(st,
+			"INSERT INTO events (run_id, seq, ts, type, json) "
+			"VALUES (?1, ?2, ?3, ?4, ?5)", &s, err);
+	if (rc == 0) {
+		sqlite3_bind_text(s, 1, run_id, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 2, n);
+		sqlite3_bind_int64(s, 3, now);
+		sqlite3_bind_text(s, 4, type, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 5, data_text, -1, SQLITE_STATIC);
+		rc = step_done(st, s, "appending an event", err);
+	}
+	if (rc == 0 && seq)
+		*seq = n;
+	return rc;
+}
+
+/* The text of a {"from", "to"} state event, or NULL with *rc set. */
+static char *state_event(enum runstate from, enum runstate to, int *rc,
+			 char **err)
+{
+	json_t *o = json_pack("{s:s, s:s}", "from", runstate_name(from), "to",
+			      runstate_name(to));
+	if (!o) {
+		*rc = oom(err);
+		return NULL;
+	}
+	char *text = dump(o, rc, err);
+	json_decref(o);
+	return text;
+}
+
+int store_run_enqueue(struct store *st, const char *id, const char *config,
+		      const char *prompt, const json_t *forced_skills,
+		      const json_t *allowed_tools, int64_t *seq, char **err)
+{
+	if (empty(id))
+		return no_run("", err);
+	if (empty(config) || empty(prompt)) {
+		set_err(err, "run '%s': enqueueing needs a configuration name "
+			"and a non-empty prompt", id);
+		return -EINVAL;
+	}
+	if (!json_is_array(forced_skills)) {
+		set_err(err, "run '%s': forced skills must be a JSON array", id);
+		return -EINVAL;
+	}
+	if (!allowed_tools || json_is_null(allowed_tools)) {
+		set_err(err, "run '%s': the allow-list must be resolved and "
+			"stored when the run is enqueued", id);
+		return -EINVAL;
+	}
+	int rc = 0;
+	char *forced = dump(forced_skills, &rc, err);
+	char *allowed = forced ? dump(allowed_tools, &rc, err) : NULL;
+	char *event = allowed ? state_event(RUNSTATE_CREATED, RUNSTATE_QUEUED,
+					    &rc, err) : NULL;
+	if (!event)
+		goto out;
+
+	lock(st);
+	int64_t now = now_ns(), n = 0;
+	rc = begin(st, err);
+	if (rc == 0)
+		rc = expect_state_locked(st, id, RUNSTATE_CREATED, "enqueue it",
+					 err);
+	if (rc == 0)
+		rc = next_seq_locked(st,
+			"SELECT COALESCE(MAX(seq), 0) + 1 FROM runs", NULL, NULL,
+			&n, err);
+	sqlite3_stmt *s;
+	if (rc == 0)
+		rc = prepare(st,
+			"UPDATE runs SET state = ?1, seq = ?2, config = ?3, "
+			"prompt = ?4, forced_skills = ?5, allowed_tools = ?6, "
+			"updated_at = ?7 WHERE id = ?8", &s, err);
+	if (rc == 0) {
+		sqlite3_bind_text(s, 1, runstate_name(RUNSTATE_QUEUED), -1,
+				  SQLITE_STATIC);
+		sqlite3_bind_int64(s, 2, n);
+		sqlite3_bind_text(s, 3, config, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 4, prompt, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 5, forced, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 6, allowed, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 7, now);
+		sqlite3_bind_text(s, 8, id, -1, SQLITE_STATIC);
+		rc = step_done(st, s, "enqueueing a run", err);
+	}
+	if (rc == 0)
+		rc = event_insert_locked(st, id, "state", event, now, NULL, err);
+	rc = finish(st, rc, err);
+	unlock(st);
+	if (rc == 0 && seq)
+		*seq = n;
+out:
+	free(forced);
+	free(allowed);
+	free(event);
+	return rc;
+}
+
+/* Checks that msg is a JSON object with a non-empty string "role". */
+static int check_message(const json_t *msg, char **err)
+{
+	const char *role = json_string_value(json_object_get(msg, "role"));
+	if (!json_is_object(msg) || empty(role)) {
+		set_err(err, "a message must be a JSON object with a \"role\"");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Appends a checked message to a chat. Lock held, transaction open. */
+static int message_insert_locked(struct store *st, const char *run_id,
+				 const char *chat_id, const json_t *msg,
+				 int64_t now, int64_t *seq, char **err)
+{
+	int rc = 0;
+	char *text = dump(msg, &rc, err);
+	if (!text)
+		return rc;
+	int64_t n = 0;
+	rc = next_seq_locked(st,
+		"SELECT COALESCE(MAX(seq), 0) + 1 FROM messages "
+		"WHERE run_id = ?1 AND chat_id = ?2", run_id, chat_id, &n, err);
+	sqlite3_stmt *s;
+	if (rc == 0)
+		rc = prepare(st,
+			"INSERT INTO messages (run_id, chat_id, seq, role, json, ts) "
+			"VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &s, err);
+	if (rc == 0) {
+		sqlite3_bind_text(s, 1, run_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 2, chat_id, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 3, n);
+		sqlite3_bind_text(s, 4,
+			json_string_value(json_object_get(msg, "role")), -1,
+			SQLITE_STATIC);
+		sqlite3_bind_text(s, 5, text, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 6, now);
+		rc = step_done(st, s, "appending a message", err);
+	}
+	free(text);
+	if (rc == 0 && seq)
+		*seq = n;
+	return rc;
+}
+
+/* Binds JSON field v of a run_change to ?flag (1 = change) and ?val. */
+static void bind_json_change(sqlite3_stmt *s, int flag, int val,
+			     const json_t *v, const char *text)
+{
+	sqlite3_bind_int(s, flag, v != NULL);
+	if (text)
+		sqlite3_bind_text(s, val, text, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, val);
+}
+
+int store_run_transition(struct store *st, const char *id,
+			 enum runstate from, enum runstate to,
+			 const struct run_change *ch, char **err)
+{
+	static const struct run_change none;
+	if (!ch)
+		ch = &none;
+	if (empty(id))
+		return no_run("", err);
+	if (!state_ok(from) || !state_ok(to) ||
+	    (from != to && !runstate_can_move(from, to))) {
+		set_err(err, "run '%s': cannot move from %s to %s", id,
+			runstate_name(from), runstate_name(to));
+		return -EINVAL;
+	}
+	if (from == RUNSTATE_CREATED && to == RUNSTATE_QUEUED) {
+		set_err(err, "run '%s': a run is queued only by enqueueing its "
+			"prompt", id);
+		return -EINVAL;
+	}
+	if (ch->msg && empty(ch->msg_chat)) {
+		set_err(err, "run '%s': a message needs a chat id", id);
+		return -EINVAL;
+	}
+	int rc = ch->msg ? check_message(ch->msg, err) : 0;
+	if (rc)
+		return rc;
+	char *pending = NULL, *usage = NULL, *event = NULL;
+	if (ch->pending && !json_is_null(ch->pending) &&
+	    !(pending = dump(ch->pending, &rc, err)))
+		goto out;
+	if (ch->usage && !json_is_null(ch->usage) &&
+	    !(usage = dump(ch->usage, &rc, err)))
+		goto out;
+	if (from != to && !(event = state_event(from, to, &rc, err)))
+		goto out;
+
+	lock(st);
+	int64_t now = now_ns();
+	rc = begin(st, err);
+	if (rc == 0)
+		rc = expect_state_locked(st, id, from, "change it", err);
+	sqlite3_stmt *s;
+	if (rc == 0)
+		rc = prepare(st,
+			"UPDATE runs SET state = ?1, updated_at = ?2, "
+			"started_at = CASE WHEN ?3 THEN COALESCE(started_at, ?2) "
+			"  ELSE started_at END, "
+			"finished_at = CASE WHEN ?4 THEN ?2 ELSE finished_at END, "
+			"error = COALESCE(?5, error), "
+			"result = COALESCE(?6, result), "
+			"input = COALESCE(?7, input), "
+			"mode = COALESCE(?8, mode), "
+			"chat_id = COALESCE(?9, chat_id), "
+			"model = COALESCE(?10, model), "
+			"pending = CASE WHEN ?11 THEN ?12 ELSE pending END, "
+			"usage = CASE WHEN ?13 THEN ?14 ELSE usage END "
+			"WHERE id = ?15", &s, err);
+	if (rc == 0) {
+		bool moved = from != to;
+		sqlite3_bind_text(s, 1, runstate_name(to), -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 2, now);
+		sqlite3_bind_int(s, 3, moved && to == RUNSTATE_RUNNING);
+		sqlite3_bind_int(s, 4, moved && runstate_is_terminal(to));
+		sqlite3_bind_text(s, 5, ch->error, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 6, ch->result, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 7, ch->input, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 8, ch->mode, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 9, ch->chat_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 10, ch->model, -1, SQLITE_STATIC);
+		bind_json_change(s, 11, 12, ch->pending, pending);
+		bind_json_change(s, 13, 14, ch->usage, usage);
+		sqlite3_bind_text(s, 15, id, -1, SQLITE_STATIC);
+		rc = step_done(st, s, "changing a run", err);
+	}
+	if (rc == 0 && ch->msg)
+		rc = message_insert_locked(st, id, ch->msg_chat, ch->msg, now,
+					   NULL, err);
+	if (rc == 0 && event)
+		rc = event_insert_locked(st, id, "state", event, now, NULL, err);
+	rc = finish(st, rc, err);
+	unlock(st);
+out:
+	free(pending);
+	free(usage);
+	free(event);
+	return rc;
+}
+
+int store_run_delete(struct store *st, const char *id, char **err)
+{
+	static const char *const sql[] = {
+		"DELETE FROM messages WHERE run_id = ?1",
+		"DELETE FROM events WHERE run_id = ?1",
+		"DELETE FROM chats WHERE run_id = ?1",
+		"DELETE FROM runs WHERE id = ?1",
+	};
+	if (empty(id))
+		return no_run("", err);
+	lock(st);
+	int rc = begin(st, err);
+	for (size_t i = 0; rc == 0 && i < sizeof sql / sizeof *sql; i++) {
+		sqlite3_stmt *s;
+		rc = prepare(st, sql[i], &s, err);
+		if (rc == 0) {
+			sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+			rc = step_done(st, s, "deleting a run", err);
+		}
+	}
+	if (rc == 0 && sqlite3_changes(st->db) == 0)
+		rc = no_run(id, err);
+	rc = finish(st, rc, err);
+	unlock(st);
+	return rc;
+}
+
+/* ---- messages ------------------------------------------------------------ */
+
+int store_message_append(struct store *st, const char *run_id,
+			 const char *chat_id, const json_t *msg, int64_t *seq,
+			 char **err)
+{
+	if (empty(run_id))
+		return no_run("", err);
+	if (empty(chat_id)) {
+		set_err(err, "run '%s': a message needs a chat id", run_id);
+		return -EINVAL;
+	}
+	int rc = check_message(msg, err);
+	if (rc)
+		return rc;
+	lock(st);
+	int64_t now = now_ns();
+	rc = begin(st, err);
+	if (rc == 0)
+		rc = touch_locked(st, run_id, now, err);
+	if (rc == 0)
+		rc = message_insert_locked(st, run_id, chat_id, msg, now, seq,
+					   err);
+	rc = finish(st, rc, err);
+	unlock(st);
+	return rc;
+}
+
+/* -ENOENT unless run id exists. Lock held. */
+static int exists_locked(struct store *st, const char *id, char **err)
+{
+	enum runstate ignored;
+	return state_locked(st, id, &ignored, err);
+}
+
+int store_messages(struct store *st, const char *run_id, const char *chat_id,
+		   json_t **out, char **err)
+{
+	*out = NULL;
+	if (empty(run_id))
+		return no_run("", err);
+	json_t *arr = json_array();
+	if (!arr)
+		return oom(err);
+	lock(st);
+	int rc = exists_locked(st, run_id, err);
+	sqlite3_stmt *s;
+	if (rc == 0)
+		rc = prepare(st,
+			"SELECT json FROM messages WHERE run_id = ?1 AND "
+			"chat_id = ?2 ORDER BY seq", &s, err);
+	if (rc == 0) {
+		sqlite3_bind_text(s, 1, run_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 2, chat_id ? chat_id : "", -1,
+				  SQLITE_STATIC);
+		int step;
+		while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+			json_t *m;
+			rc = col_json(s, 0, &m, "a message", run_id, err);
+			if (rc == 0 && json_array_append_new(arr, m) < 0)
+				rc = oom(err);
+			if (rc)
+				break;
+		}
+		if (rc == 0 && step != SQLITE_DONE)
+			rc = db_fail(st, err, "reading messages");
+		sqlite3_finalize(s);
+	}
+	unlock(st);
+	if (rc) {
+		json_decref(arr);
+		return rc;
+	}
+	*out = arr;
+	return 0;
+}
+
+/* ---- chats --------------------------------------------------------------- */
+
+int store_chat_create(struct store *st, const char *run_id,
+		      const char *chat_id, const char *parent_chat,
+		      const char *skill, char **err)
+{
+	if (empty(run_id))
+		return no_run("", err);
+	if (empty(chat_id)) {
+		set_err(err, "run '%s': a chat id cannot be empty", run_id);
+		return -EINVAL;
+	}
+	lock(st);
+	int64_t now = now_ns();
+	int rc = begin(st, err);
+	if (rc == 0)
+		rc = touch_locked(st, run_id, now, err);
+	sqlite3_stmt *s;
+	if (rc == 0)
+		rc = prepare(st,
+			"INSERT OR IGNORE INTO chats (run_id, chat_id, parent_chat, "
+			"skill, state, created_at, updated_at) "
+			"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)", &s, err);
+	if (rc == 0) {
+		sqlite3_bind_text(s, 1, run_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 2, chat_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 3, parent_chat, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 4, skill, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 5, runstate_name(RUNSTATE_RUNNING), -1,
+				  SQLITE_STATIC);
+		sqlite3_bind_int64(s, 6, now);
+		rc = step_done(st, s, "creating a chat", err);
+	}
+	if (rc == 0 && sqlite3_changes(st->db) == 0) {
+		set_err(err, "run '%s' already has a chat '%s'", run_id, chat_id);
+		rc = -EEXIST;
+	}
+	rc = finish(st, rc, err);
+	unlock(st);
+	return rc;
+}
+
+int store_chat_transition(struct store *st, const char *run_id,
+			  const char *chat_id, enum runstate to,
+			  const char *result, char **err)
+{
+	if (empty(run_id))
+		return no_run("", err);
+	if (empty(chat_id) || !state_ok(to)) {
+		set_err(err, "run '%s': a chat move needs a chat id and a state",
+			run_id);
+		return -EINVAL;
+	}
+	lock(st);
+	int64_t now = now_ns();
+	int rc = begin(st, err);
+	if (rc == 0)
+		rc = touch_locked(st, run_id, now, err);
+	sqlite3_stmt *s;
+	if (rc == 0)
+		rc = prepare(st, "SELECT state FROM chats WHERE run_id = ?1 "
+			     "AND chat_id = ?2", &s, err);
+	if (rc == 0) {
+		sqlite3_bind_text(s, 1, run_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 2, chat_id, -1, SQLITE_STATIC);
+		int step = sqlite3_step(s);
+		enum runstate cur;
+		if (step == SQLITE_DONE) {
+			set_err(err, "run '%s' has no chat '%s'", run_id, chat_id);
+			rc = -ENOENT;
+		} else if (step != SQLITE_ROW) {
+			rc = db_fail(st, err, "reading a chat");
+		} else if ((rc = col_state(s, 0, &cur, run_id, err)) == 0 &&
+			   !runstate_can_move(cur, to)) {
+			set_err(err, "run '%s': chat '%s' cannot move from %s "
+				"to %s", run_id, chat_id, runstate_name(cur),
+				runstate_name(to));
+			rc = -EINVAL;
+		}
+		sqlite3_finalize(s);
+	}
+	if (rc == 0)
+		rc = prepare(st,
+			"UPDATE chats SET state = ?1, result = COALESCE(?2, result), "
+			"updated_at = ?3 WHERE run_id = ?4 AND chat_id = ?5",
+			&s, err);
+	if (rc == 0) {
+		sqlite3_bind_text(s, 1, runstate_name(to), -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 2, result, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 3, now);
+		sqlite3_bind_text(s, 4, run_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 5, chat_id, -1, SQLITE_STATIC);
+		rc = step_done(st, s, "changing a chat", err);
+	}
+	rc = finish(st, rc, err);
+	unlock(st);
+	return rc;
+}
+
+static int read_chat(sqlite3_stmt *s, struct chat_row *c, const char *run_id,
+		     char **err)
+{
+	int rc = col_str(s, 0, &c->chat_id, err);
+	if (rc == 0)
+		rc = col_str(s, 1, &c->parent_chat, err);
+	if (rc == 0)
+		rc = col_str(s, 2, &c->skill, err);
+	if (rc == 0)
+		rc = col_state(s, 3, &c->state, run_id, err);
+	if (rc == 0)
+		rc = col_str(s, 4, &c->result, err);
+	c->created_at = sqlite3_column_int64(s, 5);
+	c->updated_at = sqlite3_column_int64(s, 6);
+	return rc;
+}
+
+int store_chats(struct store *st, const char *run_id, struct chat_row **rows,
+		size_t *n, char **err)
+{
+	*rows = NULL;
+	*n = 0;
+	if (empty(run_id))
+		return no_run("", err);
+	struct chat_row *v = NULL;
+	size_t len = 0, cap = 0;
+	lock(st);
+	int rc = exists_locked(st, run_id, err);
+	sqlite3_stmt *s;
+	if (rc == 0)
+		rc = prepare(st,
+			"SELECT chat_id, parent_chat, skill, state, result, "
+			"created_at, updated_at FROM chats WHERE run_id = ?1 "
+			"ORDER BY created_at, rowid", &s, err);
+	if (rc == 0) {
+		sqlite3_bind_text(s, 1, run_id, -1, SQLITE_STATIC);
+		int step;
+		while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+			if (len == cap) {
+				size_t ncap = cap ? cap * 2 : 4;
+				struct chat_row *p = realloc(v, ncap * sizeof *p);
+				if (!p) {
+					rc = oom(err);
+					break;
+				}
+				v = p;
+				cap = ncap;
+			}
+			memset(&v[len], 0, sizeof v[len]);
+			rc = read_chat(s, &v[len], run_id, err);
+			len++;
+			if (rc)
+				break;
+		}
+		if (rc == 0 && step != SQLITE_DONE)
+			rc = db_fail(st, err, "reading chats");
+		sqlite3_finalize(s);
+	}
+	unlock(st);
+	if (rc) {
+		chat_rows_free(v, len);
+		return rc;
+	}
+	*rows = v;
+	*n = len;
+	return 0;
+}
+
+void chat_rows_free(struct chat_row *rows, size_t n)
+{
+	for (size_t i = 0; rows && i < n; i++) {
+		free(rows[i].chat_id);
+		free(rows[i].parent_chat);
+		free(rows[i].skill);
+		free(rows[i].result);
+	}
+	free(rows);
+}
+
+/* ---- events -------------------------------------------------------------- */
+
+int store_event_append(struct store *st, const char *run_id, const char *type,
+		       const json_t *data, int64_t *seq, char **err)
+{
+	if (empty(run_id))
+		return no_run("", err);
+	if (empty(type)) {
+		set_err(err, "run '%s': an event needs a type", run_id);
+		return -EINVAL;
+	}
+	int rc = 0;
+	char *text = data ? dump(data, &rc, err) : strdup("{}");
+	if (!text)
+		return rc ? rc : oom(err);
+	lock(st);
+	int64_t now = now_ns();
+	rc = begin(st, err);
+	if (rc == 0)
+		rc = touch_locked(st, run_id, now, err);
+	if (rc == 0)
+		rc = event_insert_locked(st, run_id, type, text, now, seq, err);
+	rc = finish(st, rc, err);
+	unlock(st);
+	free(text);
+	return rc;
+}
+
+/* ISO 8601 UTC with milliseconds. */
+static void format_ts(int64_t ns, char out[32])
+{
+	if (ns < 0)
+		ns = 0;
+	time_t secs = (time_t)(ns / 1000000000);
+	int ms = (int)((ns % 1000000000) / 1000000);
+	struct tm tm;
+	char date[24] = "1970-01-01T00:00:00";
+	if (gmtime_r(&secs, &tm))
+		strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out, 32, "%s.%03dZ", date, ms);
+}
+
+/* One events row as a JSON line appended to out. */
+static int event_line(sqlite3_stmt *s, const char *run_id, struct buf *out,
+		      char **err)
+{
+	char ts[32];
+	format_ts(sqlite3_column_int64(s, 1), ts);
+	const char *type = (const char *)sqlite3_column_text(s, 2);
+	json_t *data = NULL;
+	int rc = col_json(s, 3, &data, "an event", run_id, err);
+	if (rc)
+		return rc;
+	json_t *o = json_pack("{s:I, s:s, s:s}", "seq",
+			      (json_int_t)sqlite3_column_int64(s, 0), "ts", ts,
+			      "type", type ? type : "");
+	if (!o) {
+		rc = oom(err);
+	} else if (json_is_object(data)) {
+		if (json_object_update_missing(o, data) < 0)
+			rc = oom(err);
+	} else if (data && !json_is_null(data)) {
+		if (json_object_set(o, "data", data) < 0)
+			rc = oom(err);
+	}
+	char *line = rc == 0 ? dump(o, &rc, err) : NULL;
+	if (line && (buf_puts(out, line) < 0 || buf_puts(out, "\n") < 0))
+		rc = oom(err);
+	free(line);
+	json_decref(o);
+	json_decref(data);
+	return rc;
+}
+
+int store_events_text(struct store *st, const char *run_id, struct buf *out,
+		      char **err)
+{
+	if (empty(run_id))
+		return no_run("", err);
+	struct buf b = {0};
+	lock(st);
+	int rc = exists_locked(st, run_id, err);
+	sqlite3_stmt *s;
+	if (rc == 0)
+		rc = prepare(st, "SELECT seq, ts, type, json FROM events "
+			     "WHERE run_id = ?1 ORDER BY seq", &s, err);
+	if (rc == 0) {
+		sqlite3_bind_text(s, 1, run_id, -1, SQLITE_STATIC);
+		int step;
+		while ((step = sqlite3_step(s)) == SQLITE_ROW)
+			if ((rc = event_line(s, run_id, &b, err)) != 0)
+				break;
+		if (rc == 0 && step != SQLITE_DONE)
+			rc = db_fail(st, err, "reading events");
+		sqlite3_finalize(s);
+	}
+	unlock(st);
+	if (rc == 0 && b.len && buf_append(out, b.data, b.len) < 0)
+		rc = oom(err);
+	buf_free(&b);
+	return rc;
+}

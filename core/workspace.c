@@ -1,0 +1,580 @@
+#include "workspace.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "strlist.h"
+
+/* How much of a model-supplied path an error message quotes. */
+#define PATH_QUOTE_MAX 256
+
+static void ws_msg(struct buf *err, const char *what, const char *path)
+{
+	size_t n = strlen(path);
+	if (n > PATH_QUOTE_MAX)
+		buf_printf(err, "%s: %.*s...", what, PATH_QUOTE_MAX, path);
+	else
+		buf_printf(err, "%s: %s", what, path);
+}
+
+/* The message for a failed resolution or open, with errno e. */
+static void ws_errno_msg(struct buf *err, int e, const char *path)
+{
+	switch (e) {
+	case EXDEV:
+		ws_msg(err, "path escapes the workspace", path);
+		break;
+	case ENOENT:
+		ws_msg(err, "no such file", path);
+		break;
+	case ENOTDIR:
+		ws_msg(err, "a component of the path is not a directory", path);
+		break;
+	case EISDIR:
+		ws_msg(err, "is a directory", path);
+		break;
+	case ELOOP:
+		ws_msg(err, "cannot follow symbolic link", path);
+		break;
+	case EACCES:
+	case EPERM:
+		ws_msg(err, "permission denied", path);
+		break;
+	case ENAMETOOLONG:
+		ws_msg(err, "path too long", path);
+		break;
+	case ENOMEM:
+		ws_msg(err, "out of memory", path);
+		break;
+	default:
+		ws_msg(err, strerror(e), path);
+		break;
+	}
+}
+
+/* Lexically normalises p: empty and "." components and repeated or trailing
+ * slashes go; ".." is kept (only the kernel may interpret it, because of
+ * symbolic links). An absolute path keeps its leading '/'; a relative path
+ * that names the start directory becomes "". Returns NULL on ENOMEM. */
+static char *norm_path(const char *p)
+{
+	size_t n = strlen(p);
+	char *out = malloc(n + 2);
+	if (!out)
+		return NULL;
+	size_t o = 0;
+	if (p[0] == '/')
+		out[o++] = '/';
+	const char *s = p;
+	while (*s) {
+		while (*s == '/')
+			s++;
+		const char *e = s;
+		while (*e && *e != '/')
+			e++;
+		size_t len = (size_t)(e - s);
+		if (len && !(len == 1 && s[0] == '.')) {
+			if (o && out[o - 1] != '/')
+				out[o++] = '/';
+			memcpy(out + o, s, len);
+			o += len;
+		}
+		s = e;
+	}
+	out[o] = '\0';
+	return out;
+}
+
+/* The part of the normalised absolute path abs below the normalised root,
+ * or NULL when abs is not inside root. */
+static const char *below(const char *abs, const char *root)
+{
+	if (!root)
+		return NULL;
+	if (strcmp(root, "/") == 0)
+		return abs + 1;
+	size_t n = strlen(root);
+	if (strncmp(abs, root, n) != 0)
+		return NULL;
+	if (abs[n] == '\0')
+		return abs + n;
+	if (abs[n] == '/')
+		return abs + n + 1;
+	return NULL;
+}
+
+/* Turns a model path into a normalised path relative to the root ("." for
+ * the root itself). Returns NULL with a message in err. */
+static char *ws_relative(const struct workspace *ws, const char *path,
+			 struct buf *err)
+{
+	if (!path || !*path) {
+		buf_puts(err, "empty path");
+		return NULL;
+	}
+	char *norm = norm_path(path);
+	if (!norm) {
+		ws_errno_msg(err, ENOMEM, path);
+		return NULL;
+	}
+	const char *rel = norm;
+	if (norm[0] == '/') {
+		rel = below(norm, ws->root);
+		if (!rel)
+			rel = below(norm, ws->real);
+		if (!rel) {
+			free(norm);
+			ws_errno_msg(err, EXDEV, path);
+			return NULL;
+		}
+	}
+	/* Refuse a path that climbs above the root when read lexically, even
+	 * where the kernel would stop earlier (a missing directory) or a
+	 * symbolic link would bring it back: clearer, and never wider. */
+	long depth = 0;
+	for (const char *s = rel; *s;) {
+		const char *e = strchrnul(s, '/');
+		if (e - s == 2 && s[0] == '.' && s[1] == '.')
+			depth--;
+		else
+			depth++;
+		if (depth < 0) {
+			free(norm);
+			ws_errno_msg(err, EXDEV, path);
+			return NULL;
+		}
+		s = *e ? e + 1 : e;
+	}
+	char *out = strdup(*rel ? rel : ".");
+	free(norm);
+	if (!out)
+		ws_errno_msg(err, ENOMEM, path);
+	return out;
+}
+
+/* openat(2) without following a symbolic link, turning "it was a symbolic
+ * link" into ELOOP whatever the flags made the kernel say. */
+static int openat_nofollow(int dirfd, const char *name, int flags)
+{
+	int fd = openat(dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOTDIR) {
+		struct stat st;
+		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISLNK(st.st_mode))
+			errno = ELOOP;
+		else
+			errno = ENOTDIR;
+	}
+	return fd;
+}
+
+/* The fallback resolution: rel is walked component by component from the
+ * root; ".." is applied lexically and may not climb above the root;
+ * symbolic links are never followed. */
+static int ws_openat_walk(const struct workspace *ws, const char *rel,
+			  int flags)
+{
+	struct strlist comps = {0};
+	int ret = -1, saved = 0;
+	const char *s = rel;
+	while (*s) {
+		const char *e = strchrnul(s, '/');
+		size_t len = (size_t)(e - s);
+		if (len == 2 && s[0] == '.' && s[1] == '.') {
+			if (comps.n == 0) {
+				saved = EXDEV;
+				goto out;
+			}
+			free(comps.items[--comps.n]);
+		} else if (len && !(len == 1 && s[0] == '.')) {
+			if (strlist_addf(&comps, "%.*s", (int)len, s) < 0) {
+				saved = ENOMEM;
+				goto out;
+			}
+		}
+		s = *e ? e + 1 : e;
+	}
+	if (comps.n == 0) {
+		ret = openat(ws->dirfd, ".", flags | O_CLOEXEC);
+		saved = errno;
+		goto out;
+	}
+	int cur = ws->dirfd;
+	for (size_t i = 0; i + 1 < comps.n; i++) {
+		int next = openat_nofollow(cur, comps.items[i],
+					   O_PATH | O_DIRECTORY);
+		saved = errno;
+		if (cur != ws->dirfd)
+			close(cur);
+		if (next < 0)
+			goto out;
+		cur = next;
+	}
+	ret = openat_nofollow(cur, comps.items[comps.n - 1], flags);
+	saved = errno;
+	if (cur != ws->dirfd)
+		close(cur);
+out:
+	strlist_free(&comps);
+	if (ret < 0)
+		errno = saved;
+	return ret;
+}
+
+/* Opens rel (already relative and normalised) beneath the root. Returns an
+ * fd, or -1 with errno (EXDEV when the path leads out of the workspace). */
+static int ws_openat(const struct workspace *ws, const char *rel, int flags)
+{
+	if (!ws->no_openat2) {
+		struct open_how how = {
+			.flags = (uint64_t)(flags | O_CLOEXEC),
+			.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+		};
+		for (int tries = 0; tries < 8; tries++) {
+			long fd = syscall(SYS_openat2, ws->dirfd, rel, &how,
+					  sizeof how);
+			if (fd >= 0)
+				return (int)fd;
+			/* EAGAIN: a concurrent rename; the kernel asks
+			 * for a retry. */
+			if (errno != EAGAIN && errno != EINTR)
+				break;
+		}
+		if (errno != ENOSYS)
+			return -1;
+	}
+	return ws_openat_walk(ws, rel, flags);
+}
+
+/* Opens the directory rel beneath the root as O_PATH, creating missing
+ * components (mode 0755) one at a time, each checked like any other path. */
+static int ws_open_dir(const struct workspace *ws, const char *rel)
+{
+	int fd = ws_openat(ws, rel, O_PATH | O_DIRECTORY);
+	if (fd >= 0 || errno != ENOENT)
+		return fd;
+	char *p = strdup(rel);
+	if (!p)
+		return -1;
+	size_t len = strlen(p);
+	for (size_t i = 1; i <= len; i++) {
+		if (i < len && p[i] != '/')
+			continue;
+		char save = p[i];
+		p[i] = '\0';
+		int f = ws_openat(ws, p, O_PATH | O_DIRECTORY);
+		if (f < 0 && errno == ENOENT) {
+			char *slash = strrchr(p, '/');
+			const char *name = slash ? slash + 1 : p;
+			if (slash)
+				*slash = '\0';
+			int pf = ws_openat(ws, slash ? p : ".",
+					   O_PATH | O_DIRECTORY);
+			if (slash)
+				*slash = '/';
+			if (pf < 0) {
+				int e = errno;
+				free(p);
+				errno = e;
+				return -1;
+			}
+			int r = mkdirat(pf, name, 0755);
+			int e = errno;
+			close(pf);
+			if (r < 0 && e != EEXIST) {
+				free(p);
+				errno = e;
+				return -1;
+			}
+			f = ws_openat(ws, p, O_PATH | O_DIRECTORY);
+		}
+		p[i] = save;
+		if (f < 0) {
+			int e = errno;
+			free(p);
+			errno = e;
+			return -1;
+		}
+		if (i == len) {
+			free(p);
+			return f;
+		}
+		close(f);
+	}
+	free(p);
+	errno = ENOENT;
+	return -1;
+}
+
+/* mkdir -p for the daemon's own (trusted) workspace path. */
+static int mkdir_p(char *path)
+{
+	for (char *s = path + 1;; s++) {
+		if (*s != '/' && *s != '\0')
+			continue;
+		char save = *s;
+		*s = '\0';
+		int r = mkdir(path, 0755);
+		int e = errno;
+		struct stat st;
+		if (r < 0 && !(e == EEXIST && stat(path, &st) == 0 &&
+			       S_ISDIR(st.st_mode))) {
+			*s = save;
+			errno = e == EEXIST ? ENOTDIR : e;
+			return -1;
+		}
+		*s = save;
+		if (!save)
+			return 0;
+	}
+}
+
+int workspace_open(struct workspace *ws, const char *root, struct buf *err)
+{
+	*ws = (struct workspace){.dirfd = -1};
+	if (!root || root[0] != '/') {
+		buf_printf(err, "workspace path must be absolute: %s",
+			   root ? root : "(none)");
+		return -1;
+	}
+	ws->root = norm_path(root);
+	if (!ws->root)
+		goto nomem;
+	ws->dirfd = open(ws->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (ws->dirfd < 0 && errno == ENOENT) {
+		if (mkdir_p(ws->root) < 0) {
+			buf_printf(err, "cannot create workspace %s: %s",
+				   ws->root, strerror(errno));
+			goto fail;
+		}
+		ws->dirfd = open(ws->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	}
+	if (ws->dirfd < 0) {
+		buf_printf(err, "cannot open workspace %s: %s", ws->root,
+			   strerror(errno));
+		goto fail;
+	}
+	char *real = realpath(ws->root, NULL);
+	if (!real) {
+		buf_printf(err, "cannot resolve workspace %s: %s", ws->root,
+			   strerror(errno));
+		goto fail;
+	}
+	ws->real = norm_path(real);
+	free(real);
+	if (!ws->real)
+		goto nomem;
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+			       .resolve = RESOLVE_BENEATH};
+	long fd = syscall(SYS_openat2, ws->dirfd, ".", &how, sizeof how);
+	if (fd >= 0)
+		close((int)fd);
+	else if (errno == ENOSYS)
+		ws->no_openat2 = true;
+	return 0;
+nomem:
+	buf_puts(err, "out of memory");
+fail:
+	workspace_close(ws);
+	return -1;
+}
+
+void workspace_close(struct workspace *ws)
+{
+	if (ws->dirfd >= 0)
+		close(ws->dirfd);
+	ws->dirfd = -1;
+	free(ws->root);
+	free(ws->real);
+	ws->root = ws->real = NULL;
+}
+
+static void too_large(struct buf *err, const char *path, uintmax_t size,
+		      size_t max)
+{
+	ws_msg(err, "file is too large to read", path);
+	buf_printf(err, " (%ju bytes; the limit is %zu bytes)", size, max);
+}
+
+int workspace_read(const struct workspace *ws, const char *path, size_t max,
+		   struct buf *out, struct buf *err)
+{
+	if (!max)
+		max = WORKSPACE_READ_MAX;
+	char *rel = ws_relative(ws, path, err);
+	if (!rel)
+		return -1;
+	int fd = ws_openat(ws, rel, O_RDONLY | O_NOCTTY | O_NONBLOCK);
+	int e = errno;
+	free(rel);
+	if (fd < 0) {
+		ws_errno_msg(err, e, path);
+		return -1;
+	}
+	size_t start = out->len;
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		ws_errno_msg(err, errno, path);
+		goto fail;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		ws_errno_msg(err, EISDIR, path);
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		ws_msg(err, "not a regular file", path);
+		goto fail;
+	}
+	if ((uintmax_t)st.st_size > max) {
+		too_large(err, path, (uintmax_t)st.st_size, max);
+		goto fail;
+	}
+	size_t total = 0;
+	for (;;) {
+		char chunk[65536];
+		ssize_t n = read(fd, chunk, sizeof chunk);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ws_errno_msg(err, errno, path);
+			goto fail;
+		}
+		if (n == 0)
+			break;
+		total += (size_t)n;
+		if (total > max) { /* it grew while being read */
+			too_large(err, path, total, max);
+			goto fail;
+		}
+		if (buf_append(out, chunk, (size_t)n) < 0) {
+			ws_errno_msg(err, ENOMEM, path);
+			goto fail;
+		}
+	}
+	if (!out->data && buf_append(out, "", 0) < 0) {
+		ws_errno_msg(err, ENOMEM, path);
+		goto fail;
+	}
+	close(fd);
+	return 0;
+fail:
+	close(fd);
+	if (out->data) {
+		out->len = start;
+		out->data[start] = '\0';
+	}
+	return -1;
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Creates a fresh temporary file in dfd; its name goes to name. */
+static int create_temp(int dfd, char name[static 32])
+{
+	for (int tries = 0; tries < 16; tries++) {
+		uint64_t r;
+		if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+			return -1;
+		snprintf(name, 32, ".tmp-write-%016llx", (unsigned long long)r);
+		int fd = openat(dfd, name,
+				O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+					O_CLOEXEC,
+				0644);
+		if (fd >= 0 || errno != EEXIST)
+			return fd;
+	}
+	errno = EEXIST;
+	return -1;
+}
+
+int workspace_write(const struct workspace *ws, const char *path,
+		    const void *data, size_t len, struct buf *err)
+{
+	size_t plen = path ? strlen(path) : 0;
+	if (plen && path[plen - 1] == '/') {
+		ws_msg(err, "not a file path (ends with '/')", path);
+		return -1;
+	}
+	char *rel = ws_relative(ws, path, err);
+	if (!rel)
+		return -1;
+	char *slash = strrchr(rel, '/');
+	const char *base = slash ? slash + 1 : rel;
+	if (strcmp(base, ".") == 0 || strcmp(base, "..") == 0) {
+		free(rel);
+		ws_msg(err, "not a file path", path);
+		return -1;
+	}
+	if (slash)
+		*slash = '\0';
+	int dfd = ws_open_dir(ws, slash ? rel : ".");
+	if (dfd < 0) {
+		ws_errno_msg(err, errno, path);
+		free(rel);
+		return -1;
+	}
+	int ret = -1;
+	mode_t keep = 0;
+	bool has_keep = false;
+	struct stat st;
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (S_ISDIR(st.st_mode)) {
+			ws_errno_msg(err, EISDIR, path);
+			goto out;
+		}
+		if (S_ISREG(st.st_mode)) {
+			keep = st.st_mode & 07777;
+			has_keep = true;
+		}
+	}
+	char tmp[32];
+	int fd = create_temp(dfd, tmp);
+	if (fd < 0) {
+		ws_errno_msg(err, errno, path);
+		goto out;
+	}
+	int r = write_all(fd, data, len);
+	if (r == 0 && has_keep)
+		r = fchmod(fd, keep);
+	int e = errno;
+	if (close(fd) < 0 && r == 0) {
+		r = -1;
+		e = errno;
+	}
+	if (r == 0 && renameat(dfd, tmp, dfd, base) < 0) {
+		r = -1;
+		e = errno;
+	}
+	if (r < 0) {
+		unlinkat(dfd, tmp, 0);
+		ws_errno_msg(err, e, path);
+		goto out;
+	}
+	ret = 0;
+out:
+	close(dfd);
+	free(rel);
+	return ret;
+}

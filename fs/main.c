@@ -1,2 +1,173 @@
+/* skillfs: the command line. Parses arguments, opens the engine, and
+ * either mounts or runs `skillfs check`. */
+#include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
-int main(void) { return 0; }
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "check.h"
+#include "engine.h"
+#include "mount.h"
+#include "strlist.h"
+
+static const char usage[] =
+	"usage: skillfs [-c CONFIG] [-s SKILLS_DIR]... [--state DB] [-f] [-d] [-o OPT,...] MOUNTPOINT\n"
+	"       skillfs check [-c CONFIG] [-s SKILLS_DIR]...\n"
+	"       skillfs --help | --version\n"
+	"\n"
+	"  -c, --config FILE    the instance config (YAML); without it every -s\n"
+	"                       directory is a first_party source, every built-in\n"
+	"                       tool is registered, and configuration 'default'\n"
+	"                       attaches every skill\n"
+	"  -s, --skills DIR     a directory of skills (repeatable)\n"
+	"      --state DB       the run database (default $XDG_STATE_HOME/skillfs/state.db)\n"
+	"  -f, --foreground     do not daemonise\n"
+	"  -d, --debug          print every FUSE request (implies -f)\n"
+	"  -o OPT,...           extra mount options\n"
+	"\n"
+	"Unmount with: fusermount3 -u MOUNTPOINT (or send SIGINT/SIGTERM).\n"
+	"`skillfs check` lints skills and config and prints each configuration's\n"
+	"resolution; it exits 1 when the config or an attached skill is invalid.\n";
+
+struct cli {
+	const char *config;
+	struct strlist dirs;
+	const char *state;
+	bool foreground, debug;
+	const char *fuse_opts;
+	const char *mountpoint;
+	bool check;
+};
+
+static int parse(int argc, char **argv, struct cli *cli)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "skills", required_argument, NULL, 's' },
+		{ "state", required_argument, NULL, 'S' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "debug", no_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int first = 1;
+	if (argc > 1 && strcmp(argv[1], "check") == 0) {
+		cli->check = true;
+		first = 2;
+	}
+	optind = first;
+	int c;
+	while ((c = getopt_long(argc, argv, "+c:s:fdo:hV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			cli->config = optarg;
+			break;
+		case 's':
+			if (strlist_add(&cli->dirs, optarg) < 0)
+				return -1;
+			break;
+		case 'S':
+			cli->state = optarg;
+			break;
+		case 'f':
+			cli->foreground = true;
+			break;
+		case 'd':
+			cli->debug = cli->foreground = true;
+			break;
+		case 'o':
+			cli->fuse_opts = optarg;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			exit(0);
+		case 'V':
+			printf("skillfs %s\n", SKILLFS_VERSION);
+			exit(0);
+		default:
+			fputs(usage, stderr);
+			return -1;
+		}
+	}
+	if (cli->check) {
+		if (optind != argc) {
+			fprintf(stderr, "skillfs check: unexpected argument '%s'\n%s", argv[optind],
+				usage);
+			return -1;
+		}
+	} else {
+		if (optind != argc - 1) {
+			fputs(optind >= argc ? "skillfs: missing MOUNTPOINT\n"
+					     : "skillfs: too many arguments\n",
+			      stderr);
+			fputs(usage, stderr);
+			return -1;
+		}
+		cli->mountpoint = argv[optind];
+	}
+	if (!cli->config && cli->dirs.n == 0) {
+		fprintf(stderr, "skillfs: give a config file (-c) or a skills directory (-s)\n");
+		return -1;
+	}
+	return 0;
+}
+
+static int run_check(struct engine *e)
+{
+	struct snapshot *s = engine_snapshot(e);
+	struct buf out = { 0 };
+	int errors = check_report(snapshot_config(s), s->catalog, s->config_error, &out);
+	snapshot_unref(s);
+	if (out.data)
+		fwrite(out.data, 1, out.len, stdout);
+	buf_free(&out);
+	if (errors < 0) {
+		fprintf(stderr, "skillfs check: out of memory\n");
+		return 2;
+	}
+	return errors ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli cli = { 0 };
+	if (parse(argc, argv, &cli) < 0) {
+		strlist_free(&cli.dirs);
+		return 2;
+	}
+	struct engine_options eo = {
+		.config_path = cli.config,
+		.dirs = (const char *const *)cli.dirs.items,
+		.ndirs = cli.dirs.n,
+		.watch = !cli.check,
+	};
+	char *err = NULL;
+	struct engine *e = engine_open(&eo, &err);
+	if (!e) {
+		fprintf(stderr, "skillfs: %s\n", err ? err : "out of memory");
+		free(err);
+		strlist_free(&cli.dirs);
+		return 1;
+	}
+	int status;
+	if (cli.check) {
+		status = run_check(e);
+	} else {
+		struct mount_options mo = {
+			.mountpoint = cli.mountpoint,
+			.foreground = cli.foreground,
+			.debug = cli.debug,
+			.fuse_opts = cli.fuse_opts,
+		};
+		status = mount_run(e, &mo);
+		if (getenv("SKILLFS_STATS"))
+			fprintf(stderr, "skillfs: stats: resolutions_built=%llu\n",
+				(unsigned long long)engine_resolutions_built(e));
+	}
+	engine_close(e);
+	strlist_free(&cli.dirs);
+	return status;
+}

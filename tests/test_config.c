@@ -1,7 +1,818 @@
+/* Tests of core/config: the instance config file (DESIGN.md sections 3, 9,
+ * D2). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
-static void placeholder(void **s) { (void)s; skip(); }
-int main(void) { const struct CMUnitTest t[] = { cmocka_unit_test(placeholder) }; return cmocka_run_group_tests(t, NULL, NULL); }
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+
+/* ---- helpers ---------------------------------------------------------- */
+
+struct tmp {
+	char dir[256];
+};
+
+static int setup_tmp(void **state)
+{
+	struct tmp *t = calloc(1, sizeof *t);
+	assert_non_null(t);
+	const char *base = getenv("TMPDIR");
+	snprintf(t->dir, sizeof t->dir, "%s/skillfs-config-XXXXXX",
+		 base && *base ? base : "/tmp");
+	assert_non_null(mkdtemp(t->dir));
+	/* Physical path, so it compares equal to what getcwd() reports. */
+	char *real = realpath(t->dir, NULL);
+	assert_non_null(real);
+	assert_true(strlen(real) < sizeof t->dir);
+	strcpy(t->dir, real);
+	free(real);
+	*state = t;
+	return 0;
+}
+
+static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st, (void)flag, (void)f;
+	return remove(p);
+}
+
+static int teardown_tmp(void **state)
+{
+	struct tmp *t = *state;
+	nftw(t->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	free(t);
+	return 0;
+}
+
+/* Writes text to dir/name (creating dir/name's parent one level deep). */
+static void write_file(const char *dir, const char *name, const char *text)
+{
+	char p[512];
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	char *slash = strrchr(p, '/');
+	*slash = '\0';
+	mkdir(p, 0700);
+	*slash = '/';
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* Parses text that must be accepted; base directory "/base". */
+static struct config *parse_ok(const char *text)
+{
+	struct config *c = NULL;
+	char *err = NULL;
+	int rc = config_parse(text, strlen(text), "config.yaml", "/base", &c, &err);
+	if (rc != 0)
+		fail_msg("unexpected error: %s", err ? err : "(none)");
+	assert_null(err);
+	assert_non_null(c);
+	return c;
+}
+
+/* Parses text that must be refused; returns the message (caller frees). */
+static char *parse_err(const char *text)
+{
+	struct config *c = (struct config *)1;
+	char *err = NULL;
+	int rc = config_parse(text, strlen(text), "config.yaml", "/base", &c, &err);
+	assert_int_equal(rc, -1);
+	assert_null(c);
+	assert_non_null(err);
+	return err;
+}
+
+/* Asserts the message starts with want. */
+static void assert_prefix(const char *msg, const char *want)
+{
+	if (strncmp(msg, want, strlen(want)) != 0)
+		fail_msg("message '%s' does not start with '%s'", msg, want);
+}
+
+static void assert_contains(const char *msg, const char *want)
+{
+	if (!strstr(msg, want))
+		fail_msg("message '%s' does not contain '%s'", msg, want);
+}
+
+static bool has_warning(const struct config *c, const char *needle)
+{
+	for (size_t i = 0; i < c->warnings.n; i++)
+		if (strstr(c->warnings.items[i], needle))
+			return true;
+	return false;
+}
+
+static void assert_builtin_tools(const struct strlist *l)
+{
+	static const char *const want[] = {"bash", "python", "terminal", "read",
+		"write", "edit", "webfetch", "run_skill", "learn_skill", "ask_user"};
+	assert_int_equal(l->n, 10);
+	assert_int_equal(config_builtin_tools_n, 10);
+	for (size_t i = 0; i < 10; i++) {
+		assert_string_equal(l->items[i], want[i]);
+		assert_string_equal(config_builtin_tools[i], want[i]);
+	}
+}
+
+/* ---- the example and the defaults -------------------------------------- */
+
+static const char full_example[] =
+	"sources:\n"
+	"  - path: skills\n"
+	"    trust: first_party\n"
+	"  - path: /opt/shared/skills/\n"
+	"    trust: community\n"
+	"skills:\n"
+	"  maxBytes: 30000\n"
+	"  listingMaxBytes: 2048\n"
+	"  execution_mode: subagent\n"
+	"  minTrustLevel: verified\n"
+	"  disabled: [some-skill, other]\n"
+	"  trust: {some-skill: community, pdf: first_party}\n"
+	"tools:\n"
+	"  registered: [Bash, read, edit, write, webfetch, python, terminal,\n"
+	"               run_skill, learn_skill, ask_user]\n"
+	"  approval: [bash, WRITE]\n"
+	"model:\n"
+	"  provider: command\n"
+	"  command: [./examples/demo-model, --fast]\n"
+	"  base_url: http://127.0.0.1:8080/v1\n"
+	"  model: some-model\n"
+	"  api_key_env: OPENAI_API_KEY\n"
+	"  timeout: 60\n"
+	"runs:\n"
+	"  workers: 8\n"
+	"  max_turns: 10\n"
+	"  prompt_max_bytes: 5000\n"
+	"state: var/state.db\n"
+	"configurations:\n"
+	"  zeta:\n"
+	"    skills: [one]\n"
+	"  default:\n"
+	"    skills:\n"
+	"      - pdf\n"
+	"      - {name: review, enabled: false}\n"
+	"      - {name: lint}\n"
+	"      - pdf\n";
+
+static void test_S9_full_example_reads_every_key(void **state)
+{
+	(void)state;
+	struct config *c = parse_ok(full_example);
+
+	assert_string_equal(c->base_dir, "/base");
+	assert_int_equal(c->nsources, 2);
+	assert_string_equal(c->sources[0].path, "/base/skills");
+	assert_int_equal(c->sources[0].trust, TRUST_FIRST_PARTY);
+	assert_string_equal(c->sources[1].path, "/opt/shared/skills");
+	assert_int_equal(c->sources[1].trust, TRUST_COMMUNITY);
+
+	assert_int_equal(c->max_bytes, 30000);
+	assert_int_equal(c->listing_max_bytes, 2048);
+	assert_int_equal(c->execution_mode, EXEC_SUBAGENT);
+	assert_int_equal(c->min_trust, TRUST_VERIFIED);
+	assert_int_equal(c->disabled.n, 2);
+	assert_true(config_skill_disabled(c, "some-skill"));
+	assert_true(config_skill_disabled(c, "other"));
+	assert_false(config_skill_disabled(c, "pdf"));
+	assert_int_equal(c->ntrust_overrides, 2);
+	assert_int_equal(config_skill_trust(c, "pdf", TRUST_UNTRUSTED), TRUST_FIRST_PARTY);
+
+	/* Registered keeps the file's order, lower-cased. */
+	static const char *const reg[] = {"bash", "read", "edit", "write", "webfetch",
+		"python", "terminal", "run_skill", "learn_skill", "ask_user"};
+	assert_int_equal(c->registered_tools.n, 10);
+	for (size_t i = 0; i < 10; i++)
+		assert_string_equal(c->registered_tools.items[i], reg[i]);
+	assert_int_equal(c->approval_tools.n, 2);
+	assert_string_equal(c->approval_tools.items[0], "bash");
+	assert_string_equal(c->approval_tools.items[1], "write");
+
+	assert_string_equal(c->model.provider, "command");
+	assert_int_equal(c->model.command.n, 2);
+	assert_string_equal(c->model.command.items[0], "/base/examples/demo-model");
+	assert_string_equal(c->model.command.items[1], "--fast");
+	assert_string_equal(c->model.base_url, "http://127.0.0.1:8080/v1");
+	assert_string_equal(c->model.model, "some-model");
+	assert_string_equal(c->model.api_key_env, "OPENAI_API_KEY");
+	assert_int_equal(c->model.timeout, 60);
+
+	assert_int_equal(c->workers, 8);
+	assert_int_equal(c->max_turns, 10);
+	assert_int_equal(c->prompt_max_bytes, 5000);
+	assert_string_equal(c->state_path, "/base/var/state.db");
+
+	/* Configurations in file order, attachments in order, duplicates kept. */
+	assert_int_equal(c->nconfigs, 2);
+	assert_string_equal(c->configs[0].name, "zeta");
+	assert_string_equal(c->configs[1].name, "default");
+	const struct configuration *d = config_find(c, "default");
+	assert_ptr_equal(d, &c->configs[1]);
+	assert_false(d->attach_all);
+	assert_int_equal(d->n, 4);
+	assert_string_equal(d->att[0].name, "pdf");
+	assert_true(d->att[0].enabled);
+	assert_string_equal(d->att[1].name, "review");
+	assert_false(d->att[1].enabled);
+	assert_string_equal(d->att[2].name, "lint");
+	assert_true(d->att[2].enabled);
+	assert_string_equal(d->att[3].name, "pdf");
+	assert_null(config_find(c, "missing"));
+
+	assert_int_equal(c->warnings.n, 0);
+	config_free(c);
+}
+
+static void test_S9_absent_keys_take_defaults(void **state)
+{
+	(void)state;
+	struct config *c = parse_ok("configurations:\n  default:\n");
+	assert_int_equal(c->nsources, 0);
+	assert_int_equal(c->max_bytes, CONFIG_DEFAULT_MAX_BYTES);
+	assert_int_equal(c->max_bytes, 24000);
+	assert_int_equal(c->listing_max_bytes, 4096);
+	assert_int_equal(c->execution_mode, EXEC_INLINE);
+	assert_int_equal(c->min_trust, TRUST_UNTRUSTED);
+	assert_int_equal(c->disabled.n, 0);
+	assert_int_equal(c->ntrust_overrides, 0);
+	assert_builtin_tools(&c->registered_tools);
+	assert_int_equal(c->approval_tools.n, 0);
+	assert_string_equal(c->model.provider, "echo");
+	assert_int_equal(c->model.command.n, 0);
+	assert_null(c->model.base_url);
+	assert_null(c->model.model);
+	assert_null(c->model.api_key_env);
+	assert_int_equal(c->model.timeout, 120);
+	assert_int_equal(c->workers, 4);
+	assert_int_equal(c->max_turns, 32);
+	assert_int_equal(c->prompt_max_bytes, 1024 * 1024);
+	assert_null(c->state_path);
+	assert_int_equal(c->nconfigs, 1);
+	assert_string_equal(c->configs[0].name, "default");
+	assert_int_equal(c->configs[0].n, 0);
+	assert_false(c->configs[0].attach_all);
+	assert_int_equal(c->warnings.n, 0);
+	config_free(c);
+}
+
+static void test_S9_empty_file_has_no_configurations(void **state)
+{
+	(void)state;
+	const char *texts[] = {"", "# only a comment\n", "---\n", "~\n"};
+	for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+		struct config *c = parse_ok(texts[i]);
+		assert_int_equal(c->nconfigs, 0);
+		assert_int_equal(c->max_bytes, 24000);
+		assert_builtin_tools(&c->registered_tools);
+		config_free(c);
+	}
+	struct config *c = parse_ok("tools:\n  approval: [bash]\n");
+	assert_int_equal(c->nconfigs, 0);
+	config_free(c);
+}
+
+static void test_S9_registered_empty_list_registers_nothing(void **state)
+{
+	(void)state;
+	struct config *c = parse_ok("tools:\n  registered: []\n");
+	assert_int_equal(c->registered_tools.n, 0);
+	assert_false(config_tool_registered(c, "bash"));
+	config_free(c);
+	c = parse_ok("tools:\n  registered: [READ, bash]\n");
+	assert_true(config_tool_registered(c, "read"));
+	assert_true(config_tool_registered(c, "bash"));
+	assert_false(config_tool_registered(c, "write"));
+	config_free(c);
+}
+
+static void test_S9_model_command_string_splits_on_whitespace(void **state)
+{
+	(void)state;
+	struct config *c = parse_ok("model:\n  provider: command\n"
+				    "  command: \"  bin/model  --x\t y \"\n");
+	assert_int_equal(c->model.command.n, 3);
+	assert_string_equal(c->model.command.items[0], "/base/bin/model");
+	assert_string_equal(c->model.command.items[1], "--x");
+	assert_string_equal(c->model.command.items[2], "y");
+	config_free(c);
+	/* No slash: a program looked up on PATH, left alone. */
+	c = parse_ok("model:\n  provider: command\n  command: python3 ./m.py\n");
+	assert_string_equal(c->model.command.items[0], "python3");
+	assert_string_equal(c->model.command.items[1], "./m.py");
+	config_free(c);
+}
+
+static void test_S9_openai_provider_reads_url(void **state)
+{
+	(void)state;
+	struct config *c = parse_ok("model:\n  provider: openai\n"
+				    "  base_url: https://api.example.com/v1\n");
+	assert_string_equal(c->model.provider, "openai");
+	assert_string_equal(c->model.base_url, "https://api.example.com/v1");
+	assert_null(c->model.model);
+	config_free(c);
+}
+
+/* ---- paths ------------------------------------------------------------- */
+
+static void test_S9_relative_paths_resolve_against_config_dir(void **state)
+{
+	struct tmp *t = *state;
+	write_file(t->dir, "etc/config.yaml",
+		   "sources:\n"
+		   "  - path: skills\n"
+		   "  - path: ./a/../b//c/.\n"
+		   "  - path: ../shared\n"
+		   "state: db/state.db\n"
+		   "model:\n"
+		   "  provider: command\n"
+		   "  command: [../bin/model]\n");
+	char cfg[512], want[600];
+	snprintf(cfg, sizeof cfg, "%s/etc/config.yaml", t->dir);
+
+	/* Load through a relative path from another directory. */
+	char *old = getcwd(NULL, 0);
+	assert_non_null(old);
+	assert_int_equal(chdir(t->dir), 0);
+	struct config *c = NULL;
+	char *err = NULL;
+	int rc = config_load("etc/config.yaml", &c, &err);
+	assert_int_equal(chdir(old), 0);
+	free(old);
+	if (rc != 0)
+		fail_msg("load failed: %s", err);
+
+	assert_string_equal(c->path, cfg);
+	snprintf(want, sizeof want, "%s/etc", t->dir);
+	assert_string_equal(c->base_dir, want);
+	assert_int_equal(c->nsources, 3);
+	snprintf(want, sizeof want, "%s/etc/skills", t->dir);
+	assert_string_equal(c->sources[0].path, want);
+	snprintf(want, sizeof want, "%s/etc/b/c", t->dir);
+	assert_string_equal(c->sources[1].path, want);
+	snprintf(want, sizeof want, "%s/shared", t->dir);
+	assert_string_equal(c->sources[2].path, want);
+	snprintf(want, sizeof want, "%s/etc/db/state.db", t->dir);
+	assert_string_equal(c->state_path, want);
+	snprintf(want, sizeof want, "%s/bin/model", t->dir);
+	assert_string_equal(c->model.command.items[0], want);
+	config_free(c);
+}
+
+static void test_S9_load_missing_file_names_path(void **state)
+{
+	struct tmp *t = *state;
+	char p[512];
+	snprintf(p, sizeof p, "%s/nope.yaml", t->dir);
+	struct config *c = (struct config *)1;
+	char *err = NULL;
+	assert_int_equal(config_load(p, &c, &err), -1);
+	assert_null(c);
+	assert_non_null(err);
+	assert_prefix(err, p);
+	assert_contains(err, strerror(ENOENT));
+	free(err);
+}
+
+static void test_S9_load_reports_errors_with_file_name(void **state)
+{
+	struct tmp *t = *state;
+	write_file(t->dir, "bad.yaml", "runs:\n  workers: 0\n");
+	char p[512], want[600];
+	snprintf(p, sizeof p, "%s/bad.yaml", t->dir);
+	struct config *c = NULL;
+	char *err = NULL;
+	assert_int_equal(config_load(p, &c, &err), -1);
+	snprintf(want, sizeof want, "%s:2: runs.workers: ", p);
+	assert_prefix(err, want);
+	free(err);
+}
+
+/* ---- errors name file, line and key ------------------------------------ */
+
+static void test_S9_error_bad_execution_mode(void **state)
+{
+	(void)state;
+	char *err = parse_err("skills:\n  maxBytes: 100\n  execution_mode: fast\n");
+	assert_string_equal(err, "config.yaml:3: skills.execution_mode: "
+				 "expected 'inline' or 'subagent', got 'fast'");
+	free(err);
+}
+
+static void test_S9_error_workers_as_string(void **state)
+{
+	(void)state;
+	char *err = parse_err("# comment\nruns:\n  workers: four\n");
+	assert_prefix(err, "config.yaml:3: runs.workers: ");
+	assert_contains(err, "'four'");
+	free(err);
+	err = parse_err("runs:\n  workers: 65\n");
+	assert_prefix(err, "config.yaml:2: runs.workers: ");
+	free(err);
+}
+
+static void test_S9_error_unknown_registered_tool(void **state)
+{
+	(void)state;
+	char *err = parse_err("tools:\n  registered:\n    - bash\n    - telnet\n");
+	assert_prefix(err, "config.yaml:4: tools.registered[1]: ");
+	assert_contains(err, "'telnet'");
+	free(err);
+}
+
+static void test_S9_error_approval_tool_not_registered(void **state)
+{
+	(void)state;
+	char *err = parse_err("tools:\n  approval: [bash]\n  registered: [read]\n");
+	assert_prefix(err, "config.yaml:2: tools.approval[0]: ");
+	assert_contains(err, "'bash'");
+	free(err);
+}
+
+static void test_S9_error_bad_configuration_name(void **state)
+{
+	(void)state;
+	const char *bad[] = {"\"..\"", "\".\"", "a/b", "\"has space\"",
+			     "x12345678901234567890123456789012345678901234567890123456789012345"};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		char text[256];
+		snprintf(text, sizeof text, "configurations:\n  ok: {}\n  %s:\n    skills: []\n",
+			 bad[i]);
+		char *err = parse_err(text);
+		assert_prefix(err, "config.yaml:3: configurations.");
+		assert_contains(err, "configuration name");
+		free(err);
+	}
+	/* The whole allowed alphabet, at the length limit. */
+	struct config *c = parse_ok("configurations:\n  A-z_0.9:\n  "
+		"x123456789012345678901234567890123456789012345678901234567890123:\n");
+	assert_int_equal(c->nconfigs, 2);
+	config_free(c);
+}
+
+static void test_S9_error_sources_not_a_list(void **state)
+{
+	(void)state;
+	char *err = parse_err("\nsources: skills\n");
+	assert_prefix(err, "config.yaml:2: sources: expected a list");
+	free(err);
+	err = parse_err("sources:\n  - trust: verified\n");
+	assert_prefix(err, "config.yaml:2: sources[0].path: missing");
+	free(err);
+}
+
+static void test_S9_error_document_not_a_mapping(void **state)
+{
+	(void)state;
+	char *err = parse_err("- a\n- b\n");
+	assert_prefix(err, "config.yaml:1: expected a mapping");
+	free(err);
+	err = parse_err("\n\njust text\n");
+	assert_prefix(err, "config.yaml:3: expected a mapping");
+	free(err);
+}
+
+static void test_S9_error_yaml_syntax(void **state)
+{
+	(void)state;
+	char *err = parse_err("runs:\n  workers: 4\n  bad: [1, 2\n");
+	assert_prefix(err, "config.yaml:");
+	assert_contains(err, "YAML syntax error");
+	/* The unclosed list is noticed where the input ends; the message also
+	 * names the line where it was opened. */
+	int line = atoi(err + strlen("config.yaml:"));
+	assert_true(line >= 3 && line <= 4);
+	assert_contains(err, "line 3");
+	free(err);
+	err = parse_err("skills:\n\tmaxBytes: 1\n");
+	assert_prefix(err, "config.yaml:2: YAML syntax error");
+	free(err);
+}
+
+static void test_S9_error_min_trust_level_unknown_is_an_error(void **state)
+{
+	(void)state;
+	char *err = parse_err("skills:\n  minTrustLevel: trusted\n");
+	assert_prefix(err, "config.yaml:2: skills.minTrustLevel: ");
+	assert_contains(err, "'trusted'");
+	free(err);
+}
+
+static void test_S9_error_provider_requirements(void **state)
+{
+	(void)state;
+	char *err = parse_err("model:\n  provider: command\n");
+	assert_prefix(err, "config.yaml:2: model.command: ");
+	free(err);
+	err = parse_err("model:\n  model: m\n  provider: openai\n");
+	assert_prefix(err, "config.yaml:3: model.base_url: ");
+	free(err);
+	err = parse_err("model:\n  provider: magic\n");
+	assert_prefix(err, "config.yaml:2: model.provider: ");
+	free(err);
+	err = parse_err("model:\n  timeout: 0\n");
+	assert_prefix(err, "config.yaml:2: model.timeout: ");
+	free(err);
+}
+
+static void test_S9_error_attachment_shapes(void **state)
+{
+	(void)state;
+	char *err = parse_err("configurations:\n  d:\n    skills:\n      - {enabled: true}\n");
+	assert_prefix(err, "config.yaml:4: configurations.d.skills[0].name: ");
+	free(err);
+	err = parse_err("configurations:\n  d:\n    skills:\n      - {name: x, enabled: maybe}\n");
+	assert_prefix(err, "config.yaml:4: configurations.d.skills[0].enabled: ");
+	free(err);
+	err = parse_err("configurations:\n  d:\n    skills:\n      - [x]\n");
+	assert_prefix(err, "config.yaml:4: configurations.d.skills[0]: ");
+	free(err);
+	err = parse_err("configurations:\n  d: {}\n  d: {}\n");
+	assert_prefix(err, "config.yaml:3: configurations.d: ");
+	free(err);
+}
+
+static void test_S9_error_known_key_twice(void **state)
+{
+	(void)state;
+	char *err = parse_err("runs:\n  workers: 2\n  workers: 3\n");
+	assert_prefix(err, "config.yaml:3: runs.workers: ");
+	free(err);
+}
+
+/* ---- warnings, fallbacks, trust ---------------------------------------- */
+
+static void test_S9_unknown_key_is_only_a_warning(void **state)
+{
+	(void)state;
+	struct config *c = parse_ok("colour: blue\n"
+				    "runs:\n  workers: 2\n  speed: 9\n"
+				    "configurations:\n  d:\n    note: x\n    skills: [a]\n");
+	assert_int_equal(c->workers, 2);
+	assert_int_equal(c->nconfigs, 1);
+	assert_int_equal(c->configs[0].n, 1);
+	assert_int_equal(c->warnings.n, 3);
+	assert_string_equal(c->warnings.items[0], "config.yaml:1: unknown key 'colour'");
+	assert_string_equal(c->warnings.items[1], "config.yaml:4: unknown key 'runs.speed'");
+	assert_string_equal(c->warnings.items[2],
+			    "config.yaml:7: unknown key 'configurations.d.note'");
+	config_free(c);
+}
+
+static void check_max_bytes_fallback(const char *value, bool warned)
+{
+	char text[128];
+	snprintf(text, sizeof text, "skills:\n  maxBytes: %s\n  listingMaxBytes: %s\n",
+		 value, value);
+	struct config *c = parse_ok(text);
+	assert_int_equal(c->max_bytes, 24000);
+	assert_int_equal(c->listing_max_bytes, 4096);
+	assert_int_equal(has_warning(c, "config.yaml:2: skills.maxBytes"), warned);
+	assert_int_equal(has_warning(c, "config.yaml:3: skills.listingMaxBytes"), warned);
+	assert_int_equal(c->warnings.n, warned ? 2 : 0);
+	config_free(c);
+}
+
+static void test_S3_max_bytes_zero_falls_back(void **state)
+{
+	(void)state;
+	check_max_bytes_fallback("0", true);
+}
+
+static void test_S3_max_bytes_negative_falls_back(void **state)
+{
+	(void)state;
+	check_max_bytes_fallback("-5", true);
+}
+
+static void test_S3_max_bytes_non_numeric_falls_back(void **state)
+{
+	(void)state;
+	check_max_bytes_fallback("\"abc\"", true);
+	check_max_bytes_fallback("12kb", true);
+}
+
+static void test_S3_max_bytes_empty_falls_back(void **state)
+{
+	(void)state;
+	check_max_bytes_fallback("", false);
+	check_max_bytes_fallback("\"\"", false);
+}
+
+static void test_S3_max_bytes_positive_is_kept(void **state)
+{
+	(void)state;
+	struct config *c = parse_ok("skills:\n  maxBytes: 1\n");
+	assert_int_equal(c->max_bytes, 1);
+	assert_int_equal(c->warnings.n, 0);
+	config_free(c);
+}
+
+static void test_D2_unknown_trust_level_reads_as_untrusted(void **state)
+{
+	(void)state;
+	struct config *c = parse_ok("sources:\n"
+				    "  - path: a\n    trust: verified\n"
+				    "  - path: b\n    trust: trusted\n"
+				    "  - path: c\n"
+				    "skills:\n  trust:\n    x: superuser\n");
+	assert_int_equal(c->nsources, 3);
+	assert_int_equal(c->sources[0].trust, TRUST_VERIFIED);
+	assert_int_equal(c->sources[1].trust, TRUST_UNTRUSTED);
+	assert_int_equal(c->sources[2].trust, TRUST_UNTRUSTED); /* missing */
+	assert_int_equal(config_skill_trust(c, "x", TRUST_FIRST_PARTY), TRUST_UNTRUSTED);
+	assert_int_equal(c->warnings.n, 2);
+	assert_true(has_warning(c, "config.yaml:5: sources[1].trust: unknown trust level 'trusted'"));
+	assert_true(has_warning(c, "config.yaml:9: skills.trust.x: unknown trust level"));
+	config_free(c);
+}
+
+static void test_D2_per_skill_trust_override_wins(void **state)
+{
+	(void)state;
+	struct config *c = parse_ok("skills:\n  trust: {pdf: community, tool: first_party}\n");
+	assert_int_equal(config_skill_trust(c, "pdf", TRUST_FIRST_PARTY), TRUST_COMMUNITY);
+	assert_int_equal(config_skill_trust(c, "tool", TRUST_UNTRUSTED), TRUST_FIRST_PARTY);
+	assert_int_equal(config_skill_trust(c, "other", TRUST_VERIFIED), TRUST_VERIFIED);
+	config_free(c);
+}
+
+static void test_S3_attachment_can_be_disabled(void **state)
+{
+	(void)state;
+	struct config *c = parse_ok("configurations:\n  d:\n    skills:\n"
+				    "      - {name: review, enabled: false}\n"
+				    "      - {name: pdf, enabled: true}\n");
+	const struct configuration *d = config_find(c, "d");
+	assert_non_null(d);
+	assert_int_equal(d->n, 2);
+	assert_string_equal(d->att[0].name, "review");
+	assert_false(d->att[0].enabled);
+	assert_string_equal(d->att[1].name, "pdf");
+	assert_true(d->att[1].enabled);
+	config_free(c);
+}
+
+/* ---- the no-config default --------------------------------------------- */
+
+static void test_S9_default_config_without_file(void **state)
+{
+	struct tmp *t = *state;
+	char *old = getcwd(NULL, 0);
+	assert_non_null(old);
+	assert_int_equal(chdir(t->dir), 0);
+	const char *dirs[] = {"skills", "/abs/more/"};
+	struct config *c = config_default(dirs, 2);
+	const char *extra[] = {"x/../late"};
+	int rc = c ? config_add_sources(c, extra, 1) : -1;
+	assert_int_equal(chdir(old), 0);
+	free(old);
+	assert_non_null(c);
+	assert_int_equal(rc, 0);
+
+	char want[600];
+	assert_null(c->path);
+	assert_int_equal(c->nsources, 3);
+	snprintf(want, sizeof want, "%s/skills", t->dir);
+	assert_string_equal(c->sources[0].path, want);
+	assert_string_equal(c->sources[1].path, "/abs/more");
+	snprintf(want, sizeof want, "%s/late", t->dir);
+	assert_string_equal(c->sources[2].path, want);
+	for (size_t i = 0; i < 3; i++)
+		assert_int_equal(c->sources[i].trust, TRUST_FIRST_PARTY);
+	assert_builtin_tools(&c->registered_tools);
+	assert_int_equal(c->nconfigs, 1);
+	assert_string_equal(c->configs[0].name, "default");
+	assert_true(c->configs[0].attach_all);
+	assert_int_equal(c->configs[0].n, 0);
+	assert_int_equal(c->max_bytes, 24000);
+	assert_string_equal(c->model.provider, "echo");
+	assert_null(c->state_path);
+	config_free(c);
+}
+
+static void test_S9_add_sources_after_file_sources(void **state)
+{
+	(void)state;
+	struct config *c = parse_ok("sources:\n  - {path: s, trust: community}\n");
+	const char *extra[] = {"/cli/dir"};
+	assert_int_equal(config_add_sources(c, extra, 1), 0);
+	assert_int_equal(c->nsources, 2);
+	assert_string_equal(c->sources[0].path, "/base/s");
+	assert_int_equal(c->sources[0].trust, TRUST_COMMUNITY);
+	assert_string_equal(c->sources[1].path, "/cli/dir");
+	assert_int_equal(c->sources[1].trust, TRUST_FIRST_PARTY);
+	config_free(c);
+}
+
+/* ---- bad input never crashes ------------------------------------------- */
+
+static void test_S9_odd_documents_are_handled(void **state)
+{
+	(void)state;
+	static const char *const texts[] = {
+		"a: &x [*x]\n",
+		"configurations: &c {d: {skills: *c}}\n",
+		"skills: {trust: {[a]: b}}\n",
+		"? [complex]\n: key\n",
+		"sources: [~, 1]\n",
+		"runs: {workers: 99999999999999999999999}\n",
+		"tools: {registered: [[bash]]}\n",
+		"configurations: {d: {skills: [{name: ''}]}}\n",
+		"\xff\xfe bad utf-8\n",
+		"x: 1\n---\ny: 2\n",
+		"x: 1\n---\n[unclosed\n",
+		"!!binary aGk=\n",
+		"{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{\n",
+	};
+	for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+		struct config *c = NULL;
+		char *err = NULL;
+		int rc = config_parse(texts[i], strlen(texts[i]), "f.yaml", "/b", &c, &err);
+		if (rc == 0) {
+			assert_non_null(c);
+			assert_null(err);
+			config_free(c);
+		} else {
+			assert_int_equal(rc, -1);
+			assert_null(c);
+			assert_non_null(err);
+			assert_prefix(err, "f.yaml:");
+			free(err);
+		}
+	}
+	/* An embedded NUL in the input is refused, not truncated. */
+	static const char nul[] = "state: a\0b\n";
+	struct config *c = NULL;
+	char *err = NULL;
+	assert_int_equal(config_parse(nul, sizeof nul - 1, "f.yaml", "/b", &c, &err), -1);
+	assert_prefix(err, "f.yaml:1:");
+	free(err);
+}
+
+static void test_S9_second_document_is_a_warning(void **state)
+{
+	(void)state;
+	struct config *c = parse_ok("runs: {workers: 2}\n---\nruns: {workers: 3}\n");
+	assert_int_equal(c->workers, 2);
+	assert_true(has_warning(c, "config.yaml:3: only the first YAML document"));
+	config_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest t[] = {
+		cmocka_unit_test(test_S9_full_example_reads_every_key),
+		cmocka_unit_test(test_S9_absent_keys_take_defaults),
+		cmocka_unit_test(test_S9_empty_file_has_no_configurations),
+		cmocka_unit_test(test_S9_registered_empty_list_registers_nothing),
+		cmocka_unit_test(test_S9_model_command_string_splits_on_whitespace),
+		cmocka_unit_test(test_S9_openai_provider_reads_url),
+		cmocka_unit_test_setup_teardown(test_S9_relative_paths_resolve_against_config_dir,
+						setup_tmp, teardown_tmp),
+		cmocka_unit_test_setup_teardown(test_S9_load_missing_file_names_path,
+						setup_tmp, teardown_tmp),
+		cmocka_unit_test_setup_teardown(test_S9_load_reports_errors_with_file_name,
+						setup_tmp, teardown_tmp),
+		cmocka_unit_test(test_S9_error_bad_execution_mode),
+		cmocka_unit_test(test_S9_error_workers_as_string),
+		cmocka_unit_test(test_S9_error_unknown_registered_tool),
+		cmocka_unit_test(test_S9_error_approval_tool_not_registered),
+		cmocka_unit_test(test_S9_error_bad_configuration_name),
+		cmocka_unit_test(test_S9_error_sources_not_a_list),
+		cmocka_unit_test(test_S9_error_document_not_a_mapping),
+		cmocka_unit_test(test_S9_error_yaml_syntax),
+		cmocka_unit_test(test_S9_error_min_trust_level_unknown_is_an_error),
+		cmocka_unit_test(test_S9_error_provider_requirements),
+		cmocka_unit_test(test_S9_error_attachment_shapes),
+		cmocka_unit_test(test_S9_error_known_key_twice),
+		cmocka_unit_test(test_S9_unknown_key_is_only_a_warning),
+		cmocka_unit_test(test_S3_max_bytes_zero_falls_back),
+		cmocka_unit_test(test_S3_max_bytes_negative_falls_back),
+		cmocka_unit_test(test_S3_max_bytes_non_numeric_falls_back),
+		cmocka_unit_test(test_S3_max_bytes_empty_falls_back),
+		cmocka_unit_test(test_S3_max_bytes_positive_is_kept),
+		cmocka_unit_test(test_D2_unknown_trust_level_reads_as_untrusted),
+		cmocka_unit_test(test_D2_per_skill_trust_override_wins),
+		cmocka_unit_test(test_S3_attachment_can_be_disabled),
+		cmocka_unit_test_setup_teardown(test_S9_default_config_without_file,
+						setup_tmp, teardown_tmp),
+		cmocka_unit_test(test_S9_add_sources_after_file_sources),
+		cmocka_unit_test(test_S9_odd_documents_are_handled),
+		cmocka_unit_test(test_S9_second_document_is_a_warning),
+	};
+	return cmocka_run_group_tests(t, NULL, NULL);
+}

@@ -1,7 +1,1079 @@
+/* Tests for core/store: the SQLite run store (DESIGN.md section 6, R6-R8). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
-static void placeholder(void **s) { (void)s; skip(); }
-int main(void) { const struct CMUnitTest t[] = { cmocka_unit_test(placeholder) }; return cmocka_run_group_tests(t, NULL, NULL); }
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "store.h"
+
+struct fx {
+	char dir[256];
+	char db[300];
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof *f);
+	if (!f)
+		return -1;
+	const char *tmp = getenv("TMPDIR");
+	snprintf(f->dir, sizeof f->dir, "%s/skillfs-store-XXXXXX",
+		 tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(f->dir)) {
+		free(f);
+		return -1;
+	}
+	snprintf(f->db, sizeof f->db, "%s/state.db", f->dir);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	DIR *d = opendir(f->dir);
+	if (d) {
+		struct dirent *e;
+		while ((e = readdir(d))) {
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+				continue;
+			char p[600];
+			snprintf(p, sizeof p, "%s/%s", f->dir, e->d_name);
+			unlink(p);
+		}
+		closedir(d);
+	}
+	rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+static struct store *open_ok(const char *path)
+{
+	char *err = NULL;
+	struct store *st = store_open(path, &err);
+	if (!st)
+		fail_msg("store_open: %s", err ? err : "(no message)");
+	free(err);
+	return st;
+}
+
+/* Runs sql on a separate raw connection and returns column 0 of its first
+ * row as an integer (-1 when there is no row). */
+static long long raw_int(const char *path, const char *sql)
+{
+	sqlite3 *db = NULL;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_stmt *s = NULL;
+	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
+		fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+	long long v = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0)
+						    : -1;
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return v;
+}
+
+static void raw_exec(const char *path, const char *sql)
+{
+	sqlite3 *db = NULL;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	char *msg = NULL;
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("%s: %s", sql, msg);
+	sqlite3_close(db);
+}
+
+static json_t *jparse(const char *text)
+{
+	json_error_t je;
+	json_t *v = json_loads(text, JSON_DECODE_ANY, &je);
+	if (!v)
+		fail_msg("bad JSON in test: %s", je.text);
+	return v;
+}
+
+static void assert_json_eq(const json_t *a, const char *want)
+{
+	json_t *w = jparse(want);
+	if (!json_equal(a, w)) {
+		char *got = a ? json_dumps(a, JSON_ENCODE_ANY) : NULL;
+		fail_msg("JSON %s != %s", got ? got : "NULL", want);
+	}
+	json_decref(w);
+}
+
+/* Creates and enqueues run id with an allow-list of ["read"]. */
+static int64_t make_queued(struct store *st, const char *id)
+{
+	json_t *forced = jparse("[]"), *allowed = jparse("[\"read\"]");
+	int64_t seq = 0;
+	assert_int_equal(store_run_create(st, id, NULL), 0);
+	assert_int_equal(store_run_enqueue(st, id, "default", "do it", forced,
+					   allowed, &seq, NULL), 0);
+	json_decref(forced);
+	json_decref(allowed);
+	return seq;
+}
+
+static enum runstate state_of(struct store *st, const char *id)
+{
+	enum runstate s = (enum runstate)-1;
+	assert_int_equal(store_run_state(st, id, &s, NULL), 0);
+	return s;
+}
+
+static void assert_ids(const struct strlist *l, const char *const *want,
+		       size_t n)
+{
+	assert_int_equal(l->n, n);
+	for (size_t i = 0; i < n; i++)
+		assert_string_equal(l->items[i], want[i]);
+}
+
+static size_t count_lines(const char *s)
+{
+	size_t n = 0;
+	for (; s && *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/* ---- schema and migrations ---------------------------------------------- */
+
+static void test_fresh_database_gets_latest_schema(void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	store_close(st);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"),
+			 STORE_SCHEMA_VERSION);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM "
+			 "pragma_table_info('runs') WHERE name = 'allowed_tools'"),
+			 1);
+	for (const char *const *t = (const char *const[]){"runs", "messages",
+			"chats", "events", NULL}; *t; t++) {
+		char sql[128];
+		snprintf(sql, sizeof sql, "SELECT count(*) FROM sqlite_master "
+			 "WHERE type = 'table' AND name = '%s'", *t);
+		assert_int_equal(raw_int(f->db, sql), 1);
+	}
+	/* WAL is a persistent property of the file. */
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+	sqlite3_stmt *s;
+	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s,
+					    NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(s, 0), "wal");
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	/* Private: runs hold prompts. */
+	struct stat sb;
+	assert_int_equal(stat(f->db, &sb), 0);
+	assert_int_equal(sb.st_mode & 077, 0);
+}
+
+/* The schema an older skillfs (version 1) wrote: no allowed_tools. */
+static const char v1_schema[] =
+	"CREATE TABLE runs ("
+	"  id TEXT PRIMARY KEY NOT NULL, seq INTEGER UNIQUE,"
+	"  config TEXT NOT NULL DEFAULT 'default', prompt TEXT,"
+	"  forced_skills TEXT NOT NULL DEFAULT '[]', state TEXT NOT NULL,"
+	"  mode TEXT, chat_id TEXT, model TEXT, error TEXT, result TEXT,"
+	"  pending TEXT, input TEXT, usage TEXT,"
+	"  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,"
+	"  started_at INTEGER, finished_at INTEGER);"
+	"CREATE INDEX runs_by_state ON runs(state, seq);"
+	"CREATE TABLE messages ("
+	"  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+	"  chat_id TEXT NOT NULL, seq INTEGER NOT NULL, role TEXT NOT NULL,"
+	"  json TEXT NOT NULL, ts INTEGER NOT NULL,"
+	"  PRIMARY KEY (run_id, chat_id, seq));"
+	"CREATE TABLE chats ("
+	"  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+	"  chat_id TEXT NOT NULL, parent_chat TEXT, skill TEXT,"
+	"  state TEXT NOT NULL, result TEXT,"
+	"  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,"
+	"  PRIMARY KEY (run_id, chat_id));"
+	"CREATE TABLE events ("
+	"  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+	"  seq INTEGER NOT NULL, ts INTEGER NOT NULL, type TEXT NOT NULL,"
+	"  json TEXT NOT NULL, PRIMARY KEY (run_id, seq));"
+	"PRAGMA user_version = 1;";
+
+static void test_R8_v1_database_migrates_and_legacy_run_has_no_allow_list(
+	void **state)
+{
+	struct fx *f = *state;
+	raw_exec(f->db, v1_schema);
+	raw_exec(f->db,
+		"INSERT INTO runs (id, seq, config, prompt, forced_skills, state,"
+		" mode, chat_id, model, pending, usage, created_at, updated_at,"
+		" started_at) VALUES ('legacy', 7, 'review', 'fix the bug',"
+		" '[\"pdf\"]', 'queued', 'inline', 'main-1', 'm1',"
+		" '{\"tool\":\"bash\"}', '{\"tokens\":3}', 100, 200, 150);"
+		"INSERT INTO messages VALUES ('legacy', 'main-1', 1, 'user',"
+		" '{\"role\":\"user\",\"content\":\"fix the bug\"}', 120);"
+		"INSERT INTO events VALUES ('legacy', 1, 130, 'note', '{\"a\":1}');");
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), 1);
+
+	struct store *st = open_ok(f->db);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"),
+			 STORE_SCHEMA_VERSION);
+	struct run_row r;
+	assert_int_equal(store_run_get(st, "legacy", &r, NULL), 0);
+	assert_null(r.allowed_tools); /* R8: resolve now when it continues */
+	assert_string_equal(r.id, "legacy");
+	assert_int_equal(r.seq, 7);
+	assert_string_equal(r.config, "review");
+	assert_string_equal(r.prompt, "fix the bug");
+	assert_json_eq(r.forced_skills, "[\"pdf\"]");
+	assert_int_equal(r.state, RUNSTATE_QUEUED);
+	assert_string_equal(r.mode, "inline");
+	assert_string_equal(r.chat_id, "main-1");
+	assert_string_equal(r.model, "m1");
+	assert_null(r.error);
+	assert_null(r.result);
+	assert_null(r.input);
+	assert_json_eq(r.pending, "{\"tool\":\"bash\"}");
+	assert_json_eq(r.usage, "{\"tokens\":3}");
+	assert_int_equal(r.created_at, 100);
+	assert_int_equal(r.updated_at, 200);
+	assert_int_equal(r.started_at, 150);
+	assert_int_equal(r.finished_at, 0);
+	run_row_free(&r);
+
+	json_t *msgs = NULL;
+	assert_int_equal(store_messages(st, "legacy", "main-1", &msgs, NULL), 0);
+	assert_json_eq(msgs, "[{\"role\":\"user\",\"content\":\"fix the bug\"}]");
+	json_decref(msgs);
+
+	struct strlist q = {0};
+	assert_int_equal(store_runs_in_state(st, RUNSTATE_QUEUED, &q, NULL), 0);
+	assert_ids(&q, (const char *[]){"legacy"}, 1);
+	strlist_free(&q);
+
+	/* A run enqueued now goes after the legacy one and stores its list. */
+	assert_int_equal(make_queued(st, "new"), 8);
+	assert_int_equal(store_run_get(st, "new", &r, NULL), 0);
+	assert_json_eq(r.allowed_tools, "[\"read\"]");
+	run_row_free(&r);
+	store_close(st);
+}
+
+static void test_reopen_is_idempotent(void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	make_queued(st, "r1");
+	store_close(st);
+	for (int i = 0; i < 3; i++) {
+		st = open_ok(f->db);
+		assert_int_equal(state_of(st, "r1"), RUNSTATE_QUEUED);
+		store_close(st);
+		assert_int_equal(raw_int(f->db, "PRAGMA user_version"),
+				 STORE_SCHEMA_VERSION);
+	}
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM runs"), 1);
+}
+
+static void test_newer_schema_is_refused(void **state)
+{
+	struct fx *f = *state;
+	store_close(open_ok(f->db));
+	char sql[64];
+	snprintf(sql, sizeof sql, "PRAGMA user_version = %d",
+		 STORE_SCHEMA_VERSION + 1);
+	raw_exec(f->db, sql);
+
+	char *err = NULL;
+	assert_null(store_open(f->db, &err));
+	assert_non_null(err);
+	assert_non_null(strstr(err, "newer"));
+	char num[16];
+	snprintf(num, sizeof num, "%d", STORE_SCHEMA_VERSION + 1);
+	assert_non_null(strstr(err, num));
+	free(err);
+	/* Left as it was. */
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"),
+			 STORE_SCHEMA_VERSION + 1);
+}
+
+static void test_foreign_or_broken_files_are_refused(void **state)
+{
+	struct fx *f = *state;
+	char *err = NULL;
+
+	/* An SQLite database that is not ours. */
+	raw_exec(f->db, "CREATE TABLE contacts (name TEXT);");
+	assert_null(store_open(f->db, &err));
+	assert_non_null(err);
+	assert_non_null(strstr(err, "not a skillfs state database"));
+	free(err);
+	err = NULL;
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM sqlite_master "
+				 "WHERE name = 'runs'"), 0);
+
+	/* Not a database at all. */
+	char junk[320];
+	snprintf(junk, sizeof junk, "%s/junk.db", f->dir);
+	FILE *fp = fopen(junk, "w");
+	assert_non_null(fp);
+	for (int i = 0; i < 200; i++)
+		fputs("this is not an sqlite database\n", fp);
+	fclose(fp);
+	assert_null(store_open(junk, &err));
+	assert_non_null(err);
+	assert_non_null(strstr(err, junk));
+	free(err);
+	err = NULL;
+
+	/* A directory that does not exist: named in the message. */
+	char missing[320];
+	snprintf(missing, sizeof missing, "%s/no/such/state.db", f->dir);
+	assert_null(store_open(missing, &err));
+	assert_non_null(err);
+	assert_non_null(strstr(err, missing));
+	free(err);
+	err = NULL;
+
+	assert_null(store_open("", &err));
+	assert_non_null(err);
+	free(err);
+}
+
+/* ---- runs ------------------------------------------------------------------ */
+
+static void test_section6_run_create_and_duplicate_id(void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	char *err = NULL;
+
+	assert_int_equal(store_run_create(st, "a", NULL), 0);
+	assert_int_equal(store_run_create(st, "a", &err), -EEXIST);
+	assert_non_null(strstr(err, "'a'"));
+	free(err);
+	err = NULL;
+	assert_int_equal(store_run_create(st, "", NULL), -EINVAL);
+
+	struct run_row r;
+	assert_int_equal(store_run_get(st, "a", &r, NULL), 0);
+	assert_int_equal(r.state, RUNSTATE_CREATED);
+	assert_string_equal(r.config, "default");
+	assert_json_eq(r.forced_skills, "[]");
+	assert_null(r.allowed_tools);
+	assert_null(r.prompt);
+	assert_int_equal(r.seq, 0);
+	assert_true(r.created_at > 0);
+	assert_int_equal(r.started_at, 0);
+	run_row_free(&r);
+
+	assert_int_equal(store_run_get(st, "zz", &r, &err), -ENOENT);
+	assert_null(r.id);
+	assert_non_null(strstr(err, "zz"));
+	free(err);
+	enum runstate s;
+	assert_int_equal(store_run_state(st, "zz", &s, NULL), -ENOENT);
+	store_close(st);
+}
+
+static void test_section6_config_and_skills_writable_only_while_created(
+	void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	assert_int_equal(store_run_create(st, "r", NULL), 0);
+	json_t *skills = jparse("[\"pdf\",\"review\"]");
+	assert_int_equal(store_run_set_config(st, "r", "strict", NULL), 0);
+	assert_int_equal(store_run_set_forced_skills(st, "r", skills, NULL), 0);
+	struct run_row r;
+	assert_int_equal(store_run_get(st, "r", &r, NULL), 0);
+	assert_string_equal(r.config, "strict");
+	assert_json_eq(r.forced_skills, "[\"pdf\",\"review\"]");
+	run_row_free(&r);
+
+	assert_int_equal(store_run_set_config(st, "r", "", NULL), -EINVAL);
+	json_t *notarr = jparse("\"pdf\"");
+	assert_int_equal(store_run_set_forced_skills(st, "r", notarr, NULL),
+			 -EINVAL);
+	json_decref(notarr);
+	assert_int_equal(store_run_set_config(st, "nope", "x", NULL), -ENOENT);
+
+	json_t *allowed = jparse("[]");
+	assert_int_equal(store_run_enqueue(st, "r", "strict", "go", skills,
+					   allowed, NULL, NULL), 0);
+	char *err = NULL;
+	assert_int_equal(store_run_set_config(st, "r", "other", &err), -EBUSY);
+	assert_non_null(strstr(err, "queued"));
+	free(err);
+	assert_int_equal(store_run_set_forced_skills(st, "r", allowed, NULL),
+			 -EBUSY);
+	assert_int_equal(store_run_get(st, "r", &r, NULL), 0);
+	assert_string_equal(r.config, "strict");
+	assert_json_eq(r.forced_skills, "[\"pdf\",\"review\"]");
+	run_row_free(&r);
+	json_decref(skills);
+	json_decref(allowed);
+	store_close(st);
+}
+
+static void test_R6_enqueue_stores_allow_list_and_numbers_in_order(
+	void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	const char *ids[] = {"zeta", "alpha", "mid"};
+	int64_t last = 0;
+	for (size_t i = 0; i < 3; i++) {
+		int64_t seq = make_queued(st, ids[i]);
+		assert_true(seq > last);
+		last = seq;
+	}
+
+	json_t *forced = jparse("[\"pdf\"]");
+	json_t *allowed = jparse("[\"bash\",\"read\"]");
+	assert_int_equal(store_run_create(st, "full", NULL), 0);
+	int64_t seq = 0;
+	assert_int_equal(store_run_enqueue(st, "full", "review", "summarise",
+					   forced, allowed, &seq, NULL), 0);
+	assert_true(seq > last);
+	struct run_row r;
+	assert_int_equal(store_run_get(st, "full", &r, NULL), 0);
+	assert_int_equal(r.state, RUNSTATE_QUEUED);
+	assert_int_equal(r.seq, seq);
+	assert_string_equal(r.config, "review");
+	assert_string_equal(r.prompt, "summarise");
+	assert_json_eq(r.forced_skills, "[\"pdf\"]");
+	assert_json_eq(r.allowed_tools, "[\"bash\",\"read\"]");
+	run_row_free(&r);
+
+	/* The move is logged. */
+	struct buf ev = {0};
+	assert_int_equal(store_events_text(st, "full", &ev, NULL), 0);
+	assert_non_null(strstr(ev.data, "\"from\":\"created\""));
+	assert_non_null(strstr(ev.data, "\"to\":\"queued\""));
+	buf_free(&ev);
+
+	/* Only once, and only with everything R6 needs. */
+	assert_int_equal(store_run_enqueue(st, "full", "review", "again",
+					   forced, allowed, NULL, NULL), -EBUSY);
+	assert_int_equal(store_run_create(st, "x", NULL), 0);
+	assert_int_equal(store_run_enqueue(st, "x", "default", "go", forced,
+					   NULL, NULL, NULL), -EINVAL);
+	json_t *jnull = json_null();
+	assert_int_equal(store_run_enqueue(st, "x", "default", "go", forced,
+					   jnull, NULL, NULL), -EINVAL);
+	assert_int_equal(store_run_enqueue(st, "x", "default", "", forced,
+					   allowed, NULL, NULL), -EINVAL);
+	assert_int_equal(store_run_enqueue(st, "x", "default", "go", allowed,
+					   allowed, NULL, NULL), 0);
+	assert_int_equal(store_run_enqueue(st, "ghost", "default", "go", forced,
+					   allowed, NULL, NULL), -ENOENT);
+	assert_int_equal(state_of(st, "x"), RUNSTATE_QUEUED);
+	json_decref(forced);
+	json_decref(allowed);
+	store_close(st);
+}
+
+static void test_section6_runs_in_state_follow_enqueue_order(void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	assert_int_equal(store_run_create(st, "idle", NULL), 0);
+	make_queued(st, "b");
+	make_queued(st, "c");
+	make_queued(st, "a");
+
+	struct strlist l = {0};
+	assert_int_equal(store_run_ids(st, &l, NULL), 0);
+	assert_ids(&l, (const char *[]){"a", "b", "c", "idle"}, 4);
+	strlist_free(&l);
+
+	assert_int_equal(store_runs_in_state(st, RUNSTATE_QUEUED, &l, NULL), 0);
+	assert_ids(&l, (const char *[]){"b", "c", "a"}, 3);
+	strlist_free(&l);
+
+	assert_int_equal(store_run_transition(st, "c", RUNSTATE_QUEUED,
+					      RUNSTATE_RUNNING, NULL, NULL), 0);
+	assert_int_equal(store_runs_in_state(st, RUNSTATE_QUEUED, &l, NULL), 0);
+	assert_ids(&l, (const char *[]){"b", "a"}, 2);
+	strlist_free(&l);
+	assert_int_equal(store_runs_in_state(st, RUNSTATE_RUNNING, &l, NULL), 0);
+	assert_ids(&l, (const char *[]){"c"}, 1);
+	strlist_free(&l);
+	assert_int_equal(store_runs_in_state(st, RUNSTATE_CREATED, &l, NULL), 0);
+	assert_ids(&l, (const char *[]){"idle"}, 1);
+	strlist_free(&l);
+
+	/* Crash recovery: a re-queued run keeps its place. */
+	assert_int_equal(store_run_transition(st, "c", RUNSTATE_RUNNING,
+					      RUNSTATE_QUEUED, NULL, NULL), 0);
+	assert_int_equal(store_runs_in_state(st, RUNSTATE_QUEUED, &l, NULL), 0);
+	assert_ids(&l, (const char *[]){"b", "c", "a"}, 3);
+	strlist_free(&l);
+
+	assert_int_equal(store_runs_in_state(st, (enum runstate)99, &l, NULL),
+			 -EINVAL);
+	store_close(st);
+}
+
+static void test_section6_illegal_transition_refused_state_unchanged(
+	void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	make_queued(st, "r");
+	struct buf before = {0}, after = {0};
+	assert_int_equal(store_events_text(st, "r", &before, NULL), 0);
+
+	struct run_change ch = {.result = "should not be stored"};
+	char *err = NULL;
+	/* Not a legal move at all. */
+	assert_int_equal(store_run_transition(st, "r", RUNSTATE_QUEUED,
+					      RUNSTATE_COMPLETED, &ch, &err),
+			 -EINVAL);
+	assert_non_null(strstr(err, "queued"));
+	assert_non_null(strstr(err, "completed"));
+	free(err);
+	err = NULL;
+	/* Legal, but the run is not in `from` (compare and set). */
+	assert_int_equal(store_run_transition(st, "r", RUNSTATE_RUNNING,
+					      RUNSTATE_COMPLETED, &ch, &err),
+			 -EBUSY);
+	assert_non_null(strstr(err, "queued"));
+	free(err);
+	/* created -> queued belongs to enqueue. */
+	assert_int_equal(store_run_create(st, "c", NULL), 0);
+	assert_int_equal(store_run_transition(st, "c", RUNSTATE_CREATED,
+					      RUNSTATE_QUEUED, NULL, NULL),
+			 -EINVAL);
+	assert_int_equal(state_of(st, "c"), RUNSTATE_CREATED);
+	assert_int_equal(store_run_transition(st, "ghost", RUNSTATE_QUEUED,
+					      RUNSTATE_RUNNING, NULL, NULL),
+			 -ENOENT);
+
+	struct run_row r;
+	assert_int_equal(store_run_get(st, "r", &r, NULL), 0);
+	assert_int_equal(r.state, RUNSTATE_QUEUED);
+	assert_null(r.result);
+	assert_int_equal(r.finished_at, 0);
+	run_row_free(&r);
+	assert_int_equal(store_events_text(st, "r", &after, NULL), 0);
+	assert_string_equal(after.data, before.data);
+	buf_free(&before);
+	buf_free(&after);
+
+	/* Terminal is final. */
+	assert_int_equal(store_run_transition(st, "r", RUNSTATE_QUEUED,
+					      RUNSTATE_CANCELLED, NULL, NULL), 0);
+	for (int to = 0; to < RUNSTATE_COUNT; to++)
+		if (to != RUNSTATE_CANCELLED)
+			assert_int_equal(store_run_transition(st, "r",
+				RUNSTATE_CANCELLED, (enum runstate)to, NULL,
+				NULL), -EINVAL);
+	assert_int_equal(state_of(st, "r"), RUNSTATE_CANCELLED);
+	store_close(st);
+}
+
+/* Approval round trip: the assistant's tool call, the pending description
+ * and the state move commit together; resuming clears pending. */
+static void test_section6_transition_applies_changes_atomically(void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	make_queued(st, "r");
+	struct run_change start = {.chat_id = "main", .model = "echo",
+				   .mode = "inline"};
+	assert_int_equal(store_run_transition(st, "r", RUNSTATE_QUEUED,
+					      RUNSTATE_RUNNING, &start, NULL), 0);
+	struct run_row r;
+	assert_int_equal(store_run_get(st, "r", &r, NULL), 0);
+	int64_t started = r.started_at;
+	assert_true(started > 0);
+	assert_string_equal(r.chat_id, "main");
+	assert_string_equal(r.model, "echo");
+	run_row_free(&r);
+
+	json_t *call = jparse("{\"role\":\"assistant\",\"content\":null,"
+			      "\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\","
+			      "\"function\":{\"name\":\"bash\",\"arguments\":\"{}\"}}]}");
+	json_t *pending = jparse("{\"tool\":\"bash\",\"call_id\":\"c1\"}");
+	struct run_change wait = {.pending = pending, .msg_chat = "main",
+				  .msg = call};
+	assert_int_equal(store_run_transition(st, "r", RUNSTATE_RUNNING,
+		RUNSTATE_WAITING_FOR_APPROVAL, &wait, NULL), 0);
+	assert_int_equal(store_run_get(st, "r", &r, NULL), 0);
+	assert_int_equal(r.state, RUNSTATE_WAITING_FOR_APPROVAL);
+	assert_json_eq(r.pending, "{\"tool\":\"bash\",\"call_id\":\"c1\"}");
+	run_row_free(&r);
+	json_t *msgs = NULL;
+	assert_int_equal(store_messages(st, "r", "main", &msgs, NULL), 0);
+	assert_int_equal(json_array_size(msgs), 1);
+	assert_true(json_equal(json_array_get(msgs, 0), call));
+	json_decref(msgs);
+
+	/* A failing move applies none of its changes, message included. */
+	json_t *other = jparse("{\"role\":\"assistant\",\"content\":\"x\"}");
+	struct run_change bad = {.msg_chat = "main", .msg = other,
+				 .error = "nope"};
+	assert_int_equal(store_run_transition(st, "r", RUNSTATE_RUNNING,
+		RUNSTATE_FAILED, &bad, NULL), -EBUSY);
+	assert_int_equal(store_messages(st, "r", "main", &msgs, NULL), 0);
+	assert_int_equal(json_array_size(msgs), 1);
+	json_decref(msgs);
+	/* A message without a role is refused before anything happens. */
+	json_t *norole = jparse("{\"content\":\"x\"}");
+	struct run_change bad2 = {.msg_chat = "main", .msg = norole};
+	assert_int_equal(store_run_transition(st, "r",
+		RUNSTATE_WAITING_FOR_APPROVAL, RUNSTATE_RUNNING, &bad2, NULL),
+		-EINVAL);
+	assert_int_equal(state_of(st, "r"), RUNSTATE_WAITING_FOR_APPROVAL);
+
+	/* Approve: back to running, pending cleared with json_null(). */
+	json_t *jnull = json_null();
+	struct run_change resume = {.pending = jnull};
+	assert_int_equal(store_run_transition(st, "r",
+		RUNSTATE_WAITING_FOR_APPROVAL, RUNSTATE_RUNNING, &resume, NULL),
+		0);
+	/* from == to updates fields only. */
+	json_t *usage = jparse("{\"prompt_tokens\":10}");
+	struct run_change u = {.usage = usage};
+	assert_int_equal(store_run_transition(st, "r", RUNSTATE_RUNNING,
+		RUNSTATE_RUNNING, &u, NULL), 0);
+	struct run_change done = {.result = "all done", .msg_chat = "main",
+				  .msg = other};
+	assert_int_equal(store_run_transition(st, "r", RUNSTATE_RUNNING,
+		RUNSTATE_COMPLETED, &done, NULL), 0);
+
+	assert_int_equal(store_run_get(st, "r", &r, NULL), 0);
+	assert_int_equal(r.state, RUNSTATE_COMPLETED);
+	assert_null(r.pending);
+	assert_null(r.error);
+	assert_string_equal(r.result, "all done");
+	assert_json_eq(r.usage, "{\"prompt_tokens\":10}");
+	assert_int_equal(r.started_at, started); /* first start kept */
+	assert_true(r.finished_at >= started);
+	assert_string_equal(r.mode, "inline");
+	run_row_free(&r);
+	assert_int_equal(store_messages(st, "r", "main", &msgs, NULL), 0);
+	assert_int_equal(json_array_size(msgs), 2);
+	json_decref(msgs);
+
+	/* Every real move was logged, the field-only update was not. */
+	struct buf ev = {0};
+	assert_int_equal(store_events_text(st, "r", &ev, NULL), 0);
+	assert_int_equal(count_lines(ev.data), 5);
+	assert_non_null(strstr(ev.data,
+		"\"from\":\"running\",\"to\":\"completed\""));
+	buf_free(&ev);
+
+	json_decref(call);
+	json_decref(pending);
+	json_decref(other);
+	json_decref(norole);
+	json_decref(jnull);
+	json_decref(usage);
+	store_close(st);
+}
+
+/* ---- messages, chats, events ---------------------------------------------- */
+
+static void test_section6_messages_round_trip_in_order_per_chat(void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	make_queued(st, "r");
+	const char *chats[] = {"main", "skill-pdf-123"};
+	char text[64];
+	for (int i = 0; i < 6; i++) {
+		const char *chat = chats[i % 2];
+		snprintf(text, sizeof text, "%s #%d", chat, i / 2);
+		json_t *m = json_pack("{s:s, s:s}", "role",
+				      i % 3 ? "assistant" : "user", "content",
+				      text);
+		int64_t seq = 0;
+		assert_int_equal(store_message_append(st, "r", chat, m, &seq,
+						      NULL), 0);
+		assert_int_equal(seq, i / 2 + 1);
+		json_decref(m);
+	}
+	for (int c = 0; c < 2; c++) {
+		json_t *msgs = NULL;
+		assert_int_equal(store_messages(st, "r", chats[c], &msgs, NULL),
+				 0);
+		assert_int_equal(json_array_size(msgs), 3);
+		for (int k = 0; k < 3; k++) {
+			snprintf(text, sizeof text, "%s #%d", chats[c], k);
+			json_t *m = json_array_get(msgs, (size_t)k);
+			assert_string_equal(json_string_value(
+				json_object_get(m, "content")), text);
+			int i = k * 2 + c;
+			assert_string_equal(json_string_value(
+				json_object_get(m, "role")),
+				i % 3 ? "assistant" : "user");
+		}
+		json_decref(msgs);
+	}
+	json_t *msgs = NULL;
+	assert_int_equal(store_messages(st, "r", "unknown-chat", &msgs, NULL), 0);
+	assert_int_equal(json_array_size(msgs), 0);
+	json_decref(msgs);
+	assert_int_equal(store_messages(st, "ghost", "main", &msgs, NULL),
+			 -ENOENT);
+	assert_null(msgs);
+
+	json_t *bad = jparse("[\"role\", \"user\"]");
+	assert_int_equal(store_message_append(st, "r", "main", bad, NULL, NULL),
+			 -EINVAL);
+	json_decref(bad);
+	json_t *ok = jparse("{\"role\":\"user\",\"content\":\"hi\"}");
+	assert_int_equal(store_message_append(st, "ghost", "main", ok, NULL,
+					      NULL), -ENOENT);
+	assert_int_equal(store_message_append(st, "r", "", ok, NULL, NULL),
+			 -EINVAL);
+	json_decref(ok);
+	store_close(st);
+}
+
+static void test_R12_subagent_chats_are_recorded(void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	make_queued(st, "r");
+	assert_int_equal(store_chat_create(st, "r", "skill-pdf-1", "main", "pdf",
+					   NULL), 0);
+	assert_int_equal(store_chat_create(st, "r", "skill-ocr-2",
+					   "skill-pdf-1", "ocr", NULL), 0);
+	assert_int_equal(store_chat_create(st, "r", "skill-pdf-1", NULL, NULL,
+					   NULL), -EEXIST);
+	assert_int_equal(store_chat_create(st, "ghost", "c", NULL, NULL, NULL),
+			 -ENOENT);
+	assert_int_equal(store_chat_transition(st, "r", "skill-ocr-2",
+		RUNSTATE_COMPLETED, "text found", NULL), 0);
+	assert_int_equal(store_chat_transition(st, "r", "skill-ocr-2",
+		RUNSTATE_RUNNING, NULL, NULL), -EINVAL);
+	assert_int_equal(store_chat_transition(st, "r", "nope",
+		RUNSTATE_COMPLETED, NULL, NULL), -ENOENT);
+
+	struct chat_row *rows = NULL;
+	size_t n = 0;
+	assert_int_equal(store_chats(st, "r", &rows, &n, NULL), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(rows[0].chat_id, "skill-pdf-1");
+	assert_string_equal(rows[0].parent_chat, "main");
+	assert_string_equal(rows[0].skill, "pdf");
+	assert_int_equal(rows[0].state, RUNSTATE_RUNNING);
+	assert_null(rows[0].result);
+	assert_string_equal(rows[1].chat_id, "skill-ocr-2");
+	assert_string_equal(rows[1].parent_chat, "skill-pdf-1");
+	assert_int_equal(rows[1].state, RUNSTATE_COMPLETED);
+	assert_string_equal(rows[1].result, "text found");
+	chat_rows_free(rows, n);
+	assert_int_equal(store_chats(st, "ghost", &rows, &n, NULL), -ENOENT);
+	assert_null(rows);
+	store_close(st);
+}
+
+static void test_section8_events_text_is_json_lines(void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	assert_int_equal(store_run_create(st, "r", NULL), 0);
+	json_t *obj = jparse("{\"tool\":\"bash\",\"seq\":999,\"type\":\"spoof\"}");
+	json_t *str = jparse("\"plain text\"");
+	int64_t seq = 0;
+	assert_int_equal(store_event_append(st, "r", "tool_refused", obj, &seq,
+					    NULL), 0);
+	assert_int_equal(seq, 1);
+	assert_int_equal(store_event_append(st, "r", "note", str, &seq, NULL), 0);
+	assert_int_equal(seq, 2);
+	assert_int_equal(store_event_append(st, "r", "tick", NULL, &seq, NULL), 0);
+	assert_int_equal(seq, 3);
+	assert_int_equal(store_event_append(st, "r", "", obj, NULL, NULL),
+			 -EINVAL);
+	assert_int_equal(store_event_append(st, "ghost", "x", obj, NULL, NULL),
+			 -ENOENT);
+
+	struct buf b = {0};
+	buf_puts(&b, "kept\n"); /* events are appended to what is there */
+	assert_int_equal(store_events_text(st, "r", &b, NULL), 0);
+	assert_int_equal(count_lines(b.data), 4);
+	assert_int_equal(strncmp(b.data, "kept\n", 5), 0);
+	assert_int_equal(b.data[b.len - 1], '\n');
+
+	const char *types[] = {"tool_refused", "note", "tick"};
+	char *line = b.data + 5;
+	for (int i = 0; i < 3; i++) {
+		char *nl = strchr(line, '\n');
+		assert_non_null(nl);
+		*nl = '\0';
+		json_error_t je;
+		json_t *o = json_loads(line, 0, &je);
+		if (!o)
+			fail_msg("line %d is not JSON: %s (%s)", i, line, je.text);
+		assert_true(json_is_object(o));
+		assert_int_equal(json_integer_value(json_object_get(o, "seq")),
+				 i + 1);
+		assert_string_equal(json_string_value(json_object_get(o, "type")),
+				    types[i]);
+		const char *ts = json_string_value(json_object_get(o, "ts"));
+		assert_non_null(ts);
+		assert_int_equal(strlen(ts), 24); /* 2025-01-02T03:04:05.678Z */
+		assert_int_equal(ts[10], 'T');
+		assert_int_equal(ts[23], 'Z');
+		if (i == 0)
+			assert_string_equal(json_string_value(
+				json_object_get(o, "tool")), "bash");
+		if (i == 1)
+			assert_string_equal(json_string_value(
+				json_object_get(o, "data")), "plain text");
+		if (i == 2)
+			assert_int_equal(json_object_size(o), 3);
+		json_decref(o);
+		line = nl + 1;
+	}
+	buf_free(&b);
+	assert_int_equal(store_events_text(st, "ghost", &b, NULL), -ENOENT);
+	buf_free(&b);
+	json_decref(obj);
+	json_decref(str);
+	store_close(st);
+}
+
+/* ---- deletion, durability, concurrency ------------------------------------ */
+
+static void test_section6_delete_removes_everything(void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	const char *ids[] = {"gone", "kept"};
+	json_t *m = jparse("{\"role\":\"user\",\"content\":\"hi\"}");
+	for (int i = 0; i < 2; i++) {
+		make_queued(st, ids[i]);
+		assert_int_equal(store_message_append(st, ids[i], "main", m,
+						      NULL, NULL), 0);
+		assert_int_equal(store_chat_create(st, ids[i], "sub", "main",
+						   "pdf", NULL), 0);
+		assert_int_equal(store_message_append(st, ids[i], "sub", m,
+						      NULL, NULL), 0);
+		assert_int_equal(store_event_append(st, ids[i], "note", m, NULL,
+						    NULL), 0);
+	}
+	json_decref(m);
+	assert_int_equal(store_run_delete(st, "gone", NULL), 0);
+	struct run_row r;
+	assert_int_equal(store_run_get(st, "gone", &r, NULL), -ENOENT);
+	assert_int_equal(store_run_delete(st, "gone", NULL), -ENOENT);
+	struct strlist l = {0};
+	assert_int_equal(store_run_ids(st, &l, NULL), 0);
+	assert_ids(&l, (const char *[]){"kept"}, 1);
+	strlist_free(&l);
+	store_close(st);
+
+	const char *tables[] = {"messages", "chats", "events"};
+	for (int i = 0; i < 3; i++) {
+		char sql[128];
+		snprintf(sql, sizeof sql,
+			 "SELECT count(*) FROM %s WHERE run_id = 'gone'",
+			 tables[i]);
+		assert_int_equal(raw_int(f->db, sql), 0);
+		snprintf(sql, sizeof sql,
+			 "SELECT count(*) FROM %s WHERE run_id = 'kept'",
+			 tables[i]);
+		assert_true(raw_int(f->db, sql) > 0);
+	}
+	/* The id is free again. */
+	st = open_ok(f->db);
+	assert_int_equal(store_run_create(st, "gone", NULL), 0);
+	store_close(st);
+}
+
+/* A child process commits, then dies without closing the database; every
+ * acknowledged write is there for the next open. */
+static void test_section6_committed_writes_survive_a_crash(void **state)
+{
+	struct fx *f = *state;
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct store *st = store_open(f->db, NULL);
+		if (!st)
+			_exit(2);
+		json_t *forced = json_pack("[s]", "pdf");
+		json_t *allowed = json_pack("[s]", "read");
+		json_t *m = json_pack("{s:s, s:s}", "role", "user", "content",
+				      "hello");
+		struct run_change run = {.chat_id = "main"};
+		int bad = store_run_create(st, "r1", NULL) ||
+			  store_run_enqueue(st, "r1", "default", "hello", forced,
+					    allowed, NULL, NULL) ||
+			  store_run_transition(st, "r1", RUNSTATE_QUEUED,
+					       RUNSTATE_RUNNING, &run, NULL) ||
+			  store_message_append(st, "r1", "main", m, NULL, NULL) ||
+			  store_run_create(st, "r2", NULL) ||
+			  store_run_enqueue(st, "r2", "default", "later", forced,
+					    allowed, NULL, NULL);
+		_exit(bad ? 3 : 0); /* no store_close: a crash */
+	}
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+
+	/* The commits live only in the write-ahead log so far. */
+	char wal[320];
+	snprintf(wal, sizeof wal, "%s-wal", f->db);
+	struct stat sb;
+	assert_int_equal(stat(wal, &sb), 0);
+	assert_true(sb.st_size > 0);
+
+	struct store *st = open_ok(f->db);
+	struct run_row r;
+	assert_int_equal(store_run_get(st, "r1", &r, NULL), 0);
+	assert_int_equal(r.state, RUNSTATE_RUNNING);
+	assert_string_equal(r.prompt, "hello");
+	assert_json_eq(r.allowed_tools, "[\"read\"]");
+	assert_string_equal(r.chat_id, "main");
+	run_row_free(&r);
+	json_t *msgs = NULL;
+	assert_int_equal(store_messages(st, "r1", "main", &msgs, NULL), 0);
+	assert_json_eq(msgs, "[{\"role\":\"user\",\"content\":\"hello\"}]");
+	json_decref(msgs);
+	/* What remount does: the interrupted run goes back to the queue,
+	 * ahead of the one enqueued after it. */
+	assert_int_equal(store_run_transition(st, "r1", RUNSTATE_RUNNING,
+					      RUNSTATE_QUEUED, NULL, NULL), 0);
+	struct strlist q = {0};
+	assert_int_equal(store_runs_in_state(st, RUNSTATE_QUEUED, &q, NULL), 0);
+	assert_ids(&q, (const char *[]){"r1", "r2"}, 2);
+	strlist_free(&q);
+	store_close(st);
+}
+
+#define THREADS 4
+#define PER_THREAD 50
+
+struct worker {
+	struct store *st;
+	int n;
+	int64_t seqs[PER_THREAD];
+	int64_t event_seqs[PER_THREAD];
+	int failures;
+};
+
+static void *append_many(void *arg)
+{
+	struct worker *w = arg;
+	for (int i = 0; i < PER_THREAD; i++) {
+		json_t *m = json_pack("{s:s, s:i, s:i}", "role", "tool",
+				      "thread", w->n, "i", i);
+		if (!m || store_message_append(w->st, "r", "main", m,
+					       &w->seqs[i], NULL) != 0)
+			w->failures++;
+		if (!m || store_event_append(w->st, "r", "tick", m,
+					     &w->event_seqs[i], NULL) != 0)
+			w->failures++;
+		json_decref(m);
+	}
+	return NULL;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static void assert_one_to_n(int64_t *v, size_t n)
+{
+	qsort(v, n, sizeof *v, cmp_i64);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(v[i], (int64_t)i + 1);
+}
+
+static void test_section6_concurrent_appends_all_land(void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	make_queued(st, "r");
+	struct worker w[THREADS];
+	pthread_t t[THREADS];
+	for (int i = 0; i < THREADS; i++) {
+		memset(&w[i], 0, sizeof w[i]);
+		w[i].st = st;
+		w[i].n = i;
+		assert_int_equal(pthread_create(&t[i], NULL, append_many, &w[i]),
+				 0);
+	}
+	for (int i = 0; i < THREADS; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+
+	int64_t all[THREADS * PER_THREAD], ev[THREADS * PER_THREAD];
+	for (int i = 0; i < THREADS; i++) {
+		assert_int_equal(w[i].failures, 0);
+		memcpy(all + i * PER_THREAD, w[i].seqs, sizeof w[i].seqs);
+		memcpy(ev + i * PER_THREAD, w[i].event_seqs,
+		       sizeof w[i].event_seqs);
+	}
+	assert_one_to_n(all, THREADS * PER_THREAD);
+	/* One event was the enqueue's state move. */
+	for (size_t i = 0; i < THREADS * PER_THREAD; i++)
+		ev[i] -= 1;
+	assert_one_to_n(ev, THREADS * PER_THREAD);
+
+	json_t *msgs = NULL;
+	assert_int_equal(store_messages(st, "r", "main", &msgs, NULL), 0);
+	assert_int_equal(json_array_size(msgs), THREADS * PER_THREAD);
+	int next[THREADS] = {0};
+	size_t k;
+	json_t *m;
+	json_array_foreach(msgs, k, m) {
+		int th = (int)json_integer_value(json_object_get(m, "thread"));
+		assert_in_range(th, 0, THREADS - 1);
+		/* Each thread's messages in the order it wrote them. */
+		assert_int_equal(json_integer_value(json_object_get(m, "i")),
+				 next[th]++);
+	}
+	json_decref(msgs);
+	store_close(st);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_fresh_database_gets_latest_schema),
+		T(test_R8_v1_database_migrates_and_legacy_run_has_no_allow_list),
+		T(test_reopen_is_idempotent),
+		T(test_newer_schema_is_refused),
+		T(test_foreign_or_broken_files_are_refused),
+		T(test_section6_run_create_and_duplicate_id),
+		T(test_section6_config_and_skills_writable_only_while_created),
+		T(test_R6_enqueue_stores_allow_list_and_numbers_in_order),
+		T(test_section6_runs_in_state_follow_enqueue_order),
+		T(test_section6_illegal_transition_refused_state_unchanged),
+		T(test_section6_transition_applies_changes_atomically),
+		T(test_section6_messages_round_trip_in_order_per_chat),
+		T(test_R12_subagent_chats_are_recorded),
+		T(test_section8_events_text_is_json_lines),
+		T(test_section6_delete_removes_everything),
+		T(test_section6_committed_writes_survive_a_crash),
+		T(test_section6_concurrent_appends_all_land),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,7 +1,848 @@
+/* Tests for the tool registry and the workspace tools (DESIGN.md section 7:
+ * "file tools cannot reach outside it (no `..`, no symlink escapes); process
+ * tools run with a timeout, output cap, rlimits, a scrubbed environment, in
+ * their own process group"). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
-static void placeholder(void **s) { (void)s; skip(); }
-int main(void) { const struct CMUnitTest t[] = { cmocka_unit_test(placeholder) }; return cmocka_run_group_tests(t, NULL, NULL); }
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "strlist.h"
+#include "tools.h"
+#include "workspace.h"
+
+struct fx {
+	char tmp[1024]; /* scratch directory */
+	char ws[1100];  /* the workspace: tmp/ws (created by the tools) */
+	struct tool_ctx ctx;
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof *f);
+	assert_non_null(f);
+	const char *t = getenv("TMPDIR");
+	int n = snprintf(f->tmp, sizeof f->tmp, "%s/skillfs-tools-XXXXXX",
+			 t && *t ? t : "/tmp");
+	assert_true(n > 0 && (size_t)n < sizeof f->tmp);
+	assert_non_null(mkdtemp(f->tmp));
+	snprintf(f->ws, sizeof f->ws, "%s/ws", f->tmp);
+	f->ctx = (struct tool_ctx){.workspace = f->ws};
+	*state = f;
+	return 0;
+}
+
+static int rm_entry(const char *p, const struct stat *st, int flag,
+		    struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	nftw(f->tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	free(f);
+	return 0;
+}
+
+/* Helpers. */
+
+static void put_file(const char *dir, const char *name, const char *content)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	FILE *fp = fopen(p, "w");
+	assert_non_null(fp);
+	fputs(content, fp);
+	assert_int_equal(fclose(fp), 0);
+}
+
+static char *slurp(const char *dir, const char *name)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	FILE *fp = fopen(p, "r");
+	if (!fp)
+		return NULL;
+	struct buf b = {0};
+	char chunk[4096];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0)
+		assert_int_equal(buf_append(&b, chunk, n), 0);
+	fclose(fp);
+	return buf_steal(&b, NULL);
+}
+
+/* The number of open file descriptors: no tool may leak one. */
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	assert_non_null(d);
+	int n = 0;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+static void make_ws(struct fx *f)
+{
+	if (mkdir(f->ws, 0755) < 0)
+		assert_int_equal(errno, EEXIST);
+}
+
+/* Runs a tool with arguments given as JSON text. */
+static struct tool_result run(struct fx *f, const char *tool,
+			      const char *json_args)
+{
+	json_error_t jerr;
+	json_t *args = json_args ? json_loads(json_args, JSON_ALLOW_NUL, &jerr)
+				 : NULL;
+	if (json_args && !args)
+		fail_msg("bad test JSON: %s", jerr.text);
+	struct tool_result r;
+	assert_int_equal(tools_exec(&f->ctx, tool, args, &r), 0);
+	assert_non_null(r.text);
+	json_decref(args);
+	return r;
+}
+
+/* Runs a tool with one or two string arguments (values need no escaping
+ * by the caller). */
+static struct tool_result run_kv(struct fx *f, const char *tool,
+				 const char *k1, const char *v1,
+				 const char *k2, const char *v2)
+{
+	json_t *args = json_object();
+	assert_non_null(args);
+	json_object_set_new(args, k1, json_string(v1));
+	if (k2)
+		json_object_set_new(args, k2, json_string(v2));
+	struct tool_result r;
+	assert_int_equal(tools_exec(&f->ctx, tool, args, &r), 0);
+	assert_non_null(r.text);
+	json_decref(args);
+	return r;
+}
+
+static void expect_ok(struct tool_result *r, const char *text)
+{
+	if (r->is_error)
+		fail_msg("unexpected error result: %s", r->text);
+	if (text)
+		assert_string_equal(r->text, text);
+	tool_result_free(r);
+}
+
+static void expect_error(struct tool_result *r, const char *text)
+{
+	if (!r->is_error)
+		fail_msg("expected an error, got: %s", r->text);
+	assert_string_equal(r->text, text);
+	tool_result_free(r);
+}
+
+static void expect_error_has(struct tool_result *r, const char *part)
+{
+	if (!r->is_error)
+		fail_msg("expected an error, got: %s", r->text);
+	if (!strstr(r->text, part))
+		fail_msg("'%s' not in error '%s'", part, r->text);
+	tool_result_free(r);
+}
+
+/* ---- registry ---- */
+
+static const struct {
+	const char *name;
+	const char *required[4];
+	const char *optional[3];
+} expected_schemas[] = {
+	{"bash", {"command"}, {0}},
+	{"python", {"code"}, {0}},
+	{"terminal", {"command"}, {0}},
+	{"read", {"path"}, {"offset", "limit"}},
+	{"write", {"path", "content"}, {0}},
+	{"edit", {"path", "old_string", "new_string"}, {"replace_all"}},
+	{"webfetch", {"url"}, {0}},
+	{"run_skill", {"name"}, {"arguments"}},
+	{"learn_skill", {"name", "description", "body"}, {0}},
+	{"ask_user", {"question"}, {0}},
+};
+#define NEXPECTED (sizeof expected_schemas / sizeof expected_schemas[0])
+
+static bool array_has(json_t *arr, const char *s)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(arr, i, v)
+		if (json_is_string(v) && strcmp(json_string_value(v), s) == 0)
+			return true;
+	return false;
+}
+
+static void test_sec7_every_schema_is_a_valid_function_tool(void **state)
+{
+	(void)state;
+	size_t nbuiltin = 0;
+	while (tools_builtin[nbuiltin])
+		nbuiltin++;
+	assert_int_equal(nbuiltin, NEXPECTED);
+	for (size_t i = 0; i < NEXPECTED; i++) {
+		const char *name = expected_schemas[i].name;
+		assert_true(tools_is_builtin(name));
+		json_t *s = tools_schema(name);
+		assert_non_null(s);
+		/* Round trip through text: the model request carries it. */
+		char *text = json_dumps(s, JSON_COMPACT);
+		assert_non_null(text);
+		json_decref(s);
+		s = json_loads(text, 0, NULL);
+		free(text);
+		assert_non_null(s);
+		assert_string_equal(
+			json_string_value(json_object_get(s, "type")),
+			"function");
+		json_t *fn = json_object_get(s, "function");
+		assert_true(json_is_object(fn));
+		assert_string_equal(
+			json_string_value(json_object_get(fn, "name")), name);
+		const char *desc =
+			json_string_value(json_object_get(fn, "description"));
+		assert_non_null(desc);
+		assert_true(strlen(desc) > 10);
+		json_t *params = json_object_get(fn, "parameters");
+		assert_string_equal(
+			json_string_value(json_object_get(params, "type")),
+			"object");
+		json_t *props = json_object_get(params, "properties");
+		json_t *req = json_object_get(params, "required");
+		assert_true(json_is_object(props));
+		assert_true(json_is_array(req));
+		size_t nreq = 0;
+		for (; expected_schemas[i].required[nreq]; nreq++) {
+			const char *k = expected_schemas[i].required[nreq];
+			if (!array_has(req, k))
+				fail_msg("%s: '%s' not required", name, k);
+			assert_non_null(json_object_get(props, k));
+		}
+		assert_int_equal(json_array_size(req), nreq);
+		size_t nopt = 0;
+		for (; expected_schemas[i].optional[nopt]; nopt++) {
+			const char *k = expected_schemas[i].optional[nopt];
+			assert_non_null(json_object_get(props, k));
+			assert_false(array_has(req, k));
+		}
+		assert_int_equal(json_object_size(props), nreq + nopt);
+		json_decref(s);
+	}
+}
+
+static void test_sec7_schemas_in_given_order_unknown_skipped(void **state)
+{
+	(void)state;
+	struct strlist names = {0};
+	assert_int_equal(strlist_add(&names, "write"), 0);
+	assert_int_equal(strlist_add(&names, "no-such-tool"), 0);
+	assert_int_equal(strlist_add(&names, "bash"), 0);
+	json_t *arr = tools_schemas(&names);
+	assert_non_null(arr);
+	assert_int_equal(json_array_size(arr), 2);
+	const char *n0 = json_string_value(json_object_get(
+		json_object_get(json_array_get(arr, 0), "function"), "name"));
+	const char *n1 = json_string_value(json_object_get(
+		json_object_get(json_array_get(arr, 1), "function"), "name"));
+	assert_string_equal(n0, "write");
+	assert_string_equal(n1, "bash");
+	json_decref(arr);
+	strlist_free(&names);
+
+	arr = tools_schemas(NULL);
+	assert_int_equal(json_array_size(arr), NEXPECTED);
+	json_decref(arr);
+
+	assert_false(tools_is_builtin("no-such-tool"));
+	assert_false(tools_is_builtin(NULL));
+	assert_null(tools_schema("no-such-tool"));
+}
+
+static void test_sec7_unavailable_tools_give_error_result(void **state)
+{
+	struct fx *f = *state;
+	const char *na[] = {"python", "terminal", "webfetch", "learn_skill"};
+	for (size_t i = 0; i < 4; i++) {
+		struct tool_result r = run(f, na[i], "{}");
+		char want[128];
+		snprintf(want, sizeof want,
+			 "tool '%s' is not available in this version", na[i]);
+		expect_error(&r, want);
+	}
+	struct tool_result r = run(f, "run_skill", "{\"name\": \"x\"}");
+	expect_error_has(&r, "handled by the engine");
+	r = run(f, "ask_user", "{\"question\": \"?\"}");
+	expect_error_has(&r, "handled by the engine");
+	r = run(f, "no-such-tool", "{}");
+	expect_error(&r, "unknown tool 'no-such-tool'");
+}
+
+static void test_sec7_bad_arguments_name_the_argument(void **state)
+{
+	struct fx *f = *state;
+	struct tool_result r = run(f, "read", "{}");
+	expect_error(&r, "read: missing required argument 'path'");
+	r = run(f, "read", NULL);
+	expect_error(&r, "read: missing required argument 'path'");
+	r = run(f, "write", "{\"path\": 7, \"content\": \"x\"}");
+	expect_error(&r, "write: argument 'path' must be a string");
+	r = run(f, "write", "{\"path\": \"a\"}");
+	expect_error(&r, "write: missing required argument 'content'");
+	r = run(f, "edit", "{\"path\": \"a\", \"old_string\": \"x\"}");
+	expect_error(&r, "edit: missing required argument 'new_string'");
+	r = run(f, "edit", "{\"path\": \"a\", \"old_string\": \"x\", "
+			   "\"new_string\": \"y\", \"replace_all\": \"yes\"}");
+	expect_error(&r, "edit: argument 'replace_all' must be true or false");
+	r = run(f, "read", "{\"path\": \"a\", \"offset\": 0}");
+	expect_error(&r, "read: argument 'offset' must be an integer of at "
+			 "least 1");
+	r = run(f, "read", "{\"path\": \"a\\u0000b\"}");
+	expect_error(&r, "read: argument 'path' contains a NUL character");
+	r = run(f, "bash", "{}");
+	expect_error(&r, "bash: missing required argument 'command'");
+	r = run(f, "bash", "[\"echo\"]");
+	expect_error(&r, "bash: arguments must be a JSON object");
+}
+
+/* ---- file tools ---- */
+
+static void test_sec7_write_read_round_trip(void **state)
+{
+	struct fx *f = *state;
+	const char *content = "first line\nzweite Zeile \xc3\xa4\xe2\x82\xac\n"
+			      "no newline at end";
+	struct tool_result r = run_kv(f, "write", "path", "a.txt", "content",
+				      content);
+	expect_ok(&r, NULL);
+	char *disk = slurp(f->ws, "a.txt");
+	assert_non_null(disk);
+	assert_string_equal(disk, content);
+	free(disk);
+	r = run_kv(f, "read", "path", "a.txt", NULL, NULL);
+	expect_ok(&r, content);
+
+	/* Replacing keeps the permission bits and leaves no temporary. */
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s/a.txt", f->ws);
+	assert_int_equal(chmod(p, 0600), 0);
+	r = run_kv(f, "write", "path", "a.txt", "content", "new");
+	expect_ok(&r, "wrote 3 bytes to a.txt");
+	struct stat st;
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	disk = slurp(f->ws, "a.txt");
+	assert_string_equal(disk, "new");
+	free(disk);
+}
+
+static void test_sec7_write_creates_subdirectories(void **state)
+{
+	struct fx *f = *state;
+	struct tool_result r = run_kv(f, "write", "path", "notes/deep/b.md",
+				      "content", "hello");
+	expect_ok(&r, "wrote 5 bytes to notes/deep/b.md");
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/notes/deep", f->ws);
+	char *disk = slurp(dir, "b.md");
+	assert_non_null(disk);
+	assert_string_equal(disk, "hello");
+	free(disk);
+	/* Only the file itself is in the directory: no temporary left. */
+	int n = 0;
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			n++;
+	closedir(d);
+	assert_int_equal(n, 1);
+	/* A file in the way of a directory is reported, not overwritten. */
+	r = run_kv(f, "write", "path", "notes/deep/b.md/c", "content", "x");
+	expect_error(&r, "write: a component of the path is not a directory: "
+			 "notes/deep/b.md/c");
+	r = run_kv(f, "write", "path", "notes", "content", "x");
+	expect_error(&r, "write: is a directory: notes");
+	r = run_kv(f, "write", "path", "notes/", "content", "x");
+	expect_error_has(&r, "not a file path");
+}
+
+static void test_sec7_read_refuses_dotdot_escape(void **state)
+{
+	struct fx *f = *state;
+	make_ws(f);
+	put_file(f->tmp, "x", "outside secret");
+	struct tool_result r = run_kv(f, "read", "path", "../x", NULL, NULL);
+	expect_error(&r, "read: path escapes the workspace: ../x");
+	r = run_kv(f, "read", "path", "sub/../../x", NULL, NULL);
+	expect_error(&r, "read: path escapes the workspace: sub/../../x");
+	r = run_kv(f, "write", "path", "../y", "content", "x");
+	expect_error(&r, "write: path escapes the workspace: ../y");
+	r = run_kv(f, "write", "path", "new/../../y", "content", "x");
+	expect_error(&r, "write: path escapes the workspace: new/../../y");
+	char *y = slurp(f->tmp, "y");
+	assert_null(y);
+	/* A ".." that stays inside is fine. */
+	put_file(f->ws, "in.txt", "inside");
+	r = run_kv(f, "read", "path", "sub/../in.txt", NULL, NULL);
+	expect_error_has(&r, "no such file"); /* sub does not exist */
+	r = run_kv(f, "write", "path", "sub/../in2.txt", "content", "i2");
+	expect_ok(&r, NULL);
+	r = run_kv(f, "read", "path", "sub/../in2.txt", NULL, NULL);
+	expect_ok(&r, "i2");
+}
+
+static void test_sec7_absolute_paths_outside_are_refused(void **state)
+{
+	struct fx *f = *state;
+	struct tool_result r = run_kv(f, "read", "path", "/etc/passwd", NULL,
+				      NULL);
+	expect_error(&r, "read: path escapes the workspace: /etc/passwd");
+	r = run_kv(f, "write", "path", "/etc/skillfs-test", "content", "x");
+	expect_error(&r, "write: path escapes the workspace: "
+			 "/etc/skillfs-test");
+	/* A sibling whose name starts with the workspace's is outside. */
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s2/x", f->ws);
+	r = run_kv(f, "write", "path", p, "content", "x");
+	expect_error_has(&r, "path escapes the workspace");
+}
+
+static void test_sec7_absolute_path_inside_workspace_allowed(void **state)
+{
+	struct fx *f = *state;
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s/abs/in.txt", f->ws);
+	struct tool_result r = run_kv(f, "write", "path", p, "content", "abs");
+	expect_ok(&r, NULL);
+	r = run_kv(f, "read", "path", "abs/in.txt", NULL, NULL);
+	expect_ok(&r, "abs");
+	snprintf(p, sizeof p, "%s//abs/./in.txt", f->ws);
+	r = run_kv(f, "read", "path", p, NULL, NULL);
+	expect_ok(&r, "abs");
+	/* Also through the canonical path of the workspace. */
+	char *real = realpath(f->ws, NULL);
+	assert_non_null(real);
+	snprintf(p, sizeof p, "%s/abs/in.txt", real);
+	free(real);
+	r = run_kv(f, "read", "path", p, NULL, NULL);
+	expect_ok(&r, "abs");
+}
+
+static void make_links(struct fx *f, char *outside, size_t n)
+{
+	make_ws(f);
+	snprintf(outside, n, "%s/outside", f->tmp);
+	assert_int_equal(mkdir(outside, 0755), 0);
+	put_file(outside, "target.txt", "outside content");
+	put_file(f->tmp, "x", "parent secret");
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s/etc", f->ws);
+	assert_int_equal(symlink("/etc", p), 0);
+	snprintf(p, sizeof p, "%s/up", f->ws);
+	assert_int_equal(symlink("..", p), 0);
+	snprintf(p, sizeof p, "%s/out", f->ws);
+	assert_int_equal(symlink(outside, p), 0);
+	snprintf(p, sizeof p, "%s/target-link", f->ws);
+	char t[PATH_MAX];
+	snprintf(t, sizeof t, "%s/target.txt", outside);
+	assert_int_equal(symlink(t, p), 0);
+}
+
+static void test_sec7_symlink_escapes_are_refused(void **state)
+{
+	struct fx *f = *state;
+	char outside[PATH_MAX];
+	make_links(f, outside, sizeof outside);
+	int fds = count_fds();
+	struct tool_result r = run_kv(f, "read", "path", "etc/passwd", NULL,
+				      NULL);
+	expect_error(&r, "read: path escapes the workspace: etc/passwd");
+	r = run_kv(f, "read", "path", "up/x", NULL, NULL);
+	expect_error(&r, "read: path escapes the workspace: up/x");
+	r = run_kv(f, "read", "path", "target-link", NULL, NULL);
+	expect_error(&r, "read: path escapes the workspace: target-link");
+	r = run_kv(f, "write", "path", "out/new.txt", "content", "x");
+	expect_error(&r, "write: path escapes the workspace: out/new.txt");
+	r = run_kv(f, "write", "path", "up/new.txt", "content", "x");
+	expect_error(&r, "write: path escapes the workspace: up/new.txt");
+	r = run(f, "edit", "{\"path\": \"target-link\", \"old_string\": "
+			   "\"outside\", \"new_string\": \"pwned\"}");
+	expect_error(&r, "edit: path escapes the workspace: target-link");
+	char *s = slurp(outside, "new.txt");
+	assert_null(s);
+	s = slurp(f->tmp, "new.txt");
+	assert_null(s);
+	/* Writing over a link replaces the link, never its outside target. */
+	r = run_kv(f, "write", "path", "target-link", "content", "mine");
+	expect_ok(&r, NULL);
+	s = slurp(outside, "target.txt");
+	assert_string_equal(s, "outside content");
+	free(s);
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s/target-link", f->ws);
+	struct stat st;
+	assert_int_equal(lstat(p, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(count_fds(), fds);
+}
+
+static void test_sec7_symlink_inside_workspace_is_followed(void **state)
+{
+	struct fx *f = *state;
+	struct tool_result r = run_kv(f, "write", "path", "sub/f.txt",
+				      "content", "via link");
+	expect_ok(&r, NULL);
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s/alias", f->ws);
+	assert_int_equal(symlink("sub", p), 0);
+	r = run_kv(f, "read", "path", "alias/f.txt", NULL, NULL);
+	expect_ok(&r, "via link");
+}
+
+/* The component-by-component resolution used without openat2: the same
+ * escapes are refused, and symbolic links are not followed at all. */
+static void test_sec7_fallback_resolution_refuses_escapes(void **state)
+{
+	struct fx *f = *state;
+	char outside[PATH_MAX];
+	make_links(f, outside, sizeof outside);
+	int fds = count_fds();
+	struct workspace ws;
+	struct buf err = {0}, out = {0};
+	assert_int_equal(workspace_open(&ws, f->ws, &err), 0);
+	ws.no_openat2 = true;
+
+	const char *bad[] = {"../x", "sub/../../x", "/etc/passwd"};
+	for (size_t i = 0; i < 3; i++) {
+		assert_int_equal(workspace_read(&ws, bad[i], 0, &out, &err), -1);
+		assert_non_null(strstr(err.data, "path escapes the workspace"));
+		buf_free(&err);
+	}
+	const char *links[] = {"etc/passwd", "up/x", "target-link"};
+	for (size_t i = 0; i < 3; i++) {
+		assert_int_equal(workspace_read(&ws, links[i], 0, &out, &err),
+				 -1);
+		assert_non_null(strstr(err.data, "symbolic link"));
+		buf_free(&err);
+	}
+	assert_int_equal(workspace_write(&ws, "out/new.txt", "x", 1, &err), -1);
+	buf_free(&err);
+	assert_int_equal(workspace_write(&ws, "up/new.txt", "x", 1, &err), -1);
+	buf_free(&err);
+	assert_null(slurp(outside, "new.txt"));
+	assert_null(slurp(f->tmp, "new.txt"));
+
+	/* Ordinary use still works. */
+	assert_int_equal(workspace_write(&ws, "d/e/f.txt", "ok", 2, &err), 0);
+	assert_int_equal(workspace_read(&ws, "d/./e/../e/f.txt", 0, &out, &err),
+			 0);
+	assert_string_equal(out.data, "ok");
+	assert_null(err.data);
+	buf_free(&out);
+	workspace_close(&ws);
+	workspace_close(&ws); /* harmless twice */
+	assert_int_equal(count_fds(), fds);
+}
+
+static void test_sec7_read_missing_and_special_files(void **state)
+{
+	struct fx *f = *state;
+	struct tool_result r = run_kv(f, "read", "path", "a.txt", NULL, NULL);
+	expect_error(&r, "read: no such file: a.txt");
+	r = run_kv(f, "read", "path", "", NULL, NULL);
+	expect_error(&r, "read: empty path");
+	r = run_kv(f, "read", "path", ".", NULL, NULL);
+	expect_error(&r, "read: is a directory: .");
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s/fifo", f->ws);
+	assert_int_equal(mkfifo(p, 0600), 0);
+	r = run_kv(f, "read", "path", "fifo", NULL, NULL);
+	expect_error(&r, "read: not a regular file: fifo");
+	/* Binary content is refused with a hint, not passed on. */
+	snprintf(p, sizeof p, "%s/bin", f->ws);
+	FILE *fp = fopen(p, "wb");
+	assert_non_null(fp);
+	fwrite("ab\0\xff", 1, 4, fp);
+	fclose(fp);
+	r = run_kv(f, "read", "path", "bin", NULL, NULL);
+	expect_error_has(&r, "read: not a UTF-8 text file: bin");
+}
+
+static void test_sec7_read_size_cap(void **state)
+{
+	struct fx *f = *state;
+	make_ws(f);
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s/big.txt", f->ws);
+	FILE *fp = fopen(p, "w");
+	assert_non_null(fp);
+	for (size_t i = 0; i < WORKSPACE_READ_MAX + 1; i++)
+		fputc('a', fp);
+	assert_int_equal(fclose(fp), 0);
+	struct tool_result r = run_kv(f, "read", "path", "big.txt", NULL, NULL);
+	expect_error(&r, "read: file is too large to read: big.txt "
+			 "(1048577 bytes; the limit is 1048576 bytes)");
+	/* Exactly at the cap is fine. */
+	assert_int_equal(truncate(p, (off_t)WORKSPACE_READ_MAX), 0);
+	r = run_kv(f, "read", "path", "big.txt", NULL, NULL);
+	assert_false(r.is_error);
+	assert_int_equal(strlen(r.text), WORKSPACE_READ_MAX);
+	tool_result_free(&r);
+}
+
+static void test_sec7_read_offset_and_limit(void **state)
+{
+	struct fx *f = *state;
+	make_ws(f);
+	put_file(f->ws, "l.txt", "one\ntwo\nthree\nfour\nfive");
+	struct tool_result r = run(f, "read", "{\"path\": \"l.txt\", "
+					     "\"offset\": 2, \"limit\": 2}");
+	expect_ok(&r, "two\nthree\n[lines 2-3 of 5]");
+	r = run(f, "read", "{\"path\": \"l.txt\", \"offset\": 4}");
+	expect_ok(&r, "four\nfive\n[lines 4-5 of 5]");
+	r = run(f, "read", "{\"path\": \"l.txt\", \"limit\": 1}");
+	expect_ok(&r, "one\n[lines 1-1 of 5]");
+	r = run(f, "read", "{\"path\": \"l.txt\", \"limit\": 99}");
+	expect_ok(&r, "one\ntwo\nthree\nfour\nfive");
+	r = run(f, "read", "{\"path\": \"l.txt\", \"offset\": 9}");
+	expect_ok(&r, "[offset 9 is past the end: l.txt has 5 lines]");
+}
+
+static void test_sec7_edit_replaces_unique_string(void **state)
+{
+	struct fx *f = *state;
+	make_ws(f);
+	put_file(f->ws, "e.txt", "alpha beta gamma\n");
+	struct tool_result r = run(f, "edit", "{\"path\": \"e.txt\", "
+					      "\"old_string\": \"beta\", "
+					      "\"new_string\": \"BETA\\u0000!\"}");
+	expect_ok(&r, "edited e.txt: replaced 1 occurrence");
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s/e.txt", f->ws);
+	struct stat st;
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_size, 19); /* "alpha BETA\0! gamma\n" */
+	r = run(f, "edit", "{\"path\": \"e.txt\", \"old_string\": "
+			   "\"BETA\\u0000!\", \"new_string\": \"b\"}");
+	expect_error_has(&r, "not a UTF-8 text file");
+	put_file(f->ws, "e.txt", "alpha beta gamma\n");
+	r = run(f, "edit", "{\"path\": \"e.txt\", \"old_string\": \"gamma\", "
+			   "\"new_string\": \"\"}");
+	expect_ok(&r, NULL);
+	char *s = slurp(f->ws, "e.txt");
+	assert_string_equal(s, "alpha beta \n");
+	free(s);
+}
+
+static void test_sec7_edit_missing_or_ambiguous_old_string(void **state)
+{
+	struct fx *f = *state;
+	make_ws(f);
+	int fds = count_fds();
+	put_file(f->ws, "e.txt", "x = 1\ny = 1\n");
+	struct tool_result r = run(f, "edit", "{\"path\": \"e.txt\", "
+					      "\"old_string\": \"z = 1\", "
+					      "\"new_string\": \"z = 2\"}");
+	expect_error(&r, "edit: old_string not found in e.txt");
+	r = run(f, "edit", "{\"path\": \"e.txt\", \"old_string\": \"= 1\", "
+			   "\"new_string\": \"= 2\"}");
+	expect_error(&r, "edit: old_string occurs 2 times in e.txt; include "
+			 "more surrounding text to make it unique, or set "
+			 "replace_all to true");
+	char *s = slurp(f->ws, "e.txt");
+	assert_string_equal(s, "x = 1\ny = 1\n"); /* untouched */
+	free(s);
+	r = run(f, "edit", "{\"path\": \"e.txt\", \"old_string\": \"= 1\", "
+			   "\"new_string\": \"= 2\", \"replace_all\": true}");
+	expect_ok(&r, "edited e.txt: replaced 2 occurrences");
+	s = slurp(f->ws, "e.txt");
+	assert_string_equal(s, "x = 2\ny = 2\n");
+	free(s);
+	r = run(f, "edit", "{\"path\": \"e.txt\", \"old_string\": \"\", "
+			   "\"new_string\": \"a\"}");
+	expect_error_has(&r, "edit: old_string is empty");
+	r = run(f, "edit", "{\"path\": \"nope.txt\", \"old_string\": \"a\", "
+			   "\"new_string\": \"b\"}");
+	expect_error(&r, "edit: no such file: nope.txt");
+	assert_int_equal(count_fds(), fds);
+}
+
+/* ---- bash ---- */
+
+static void test_sec7_bash_output_and_exit_code(void **state)
+{
+	struct fx *f = *state;
+	struct tool_result r = run_kv(f, "bash", "command",
+				      "echo hello; echo oops >&2; exit 3",
+				      NULL, NULL);
+	assert_true(r.is_error);
+	assert_non_null(strstr(r.text, "hello\n"));
+	assert_non_null(strstr(r.text, "oops\n")); /* stderr merged */
+	assert_non_null(strstr(r.text, "[exit 3]"));
+	tool_result_free(&r);
+	r = run_kv(f, "bash", "command", "printf 'no newline'", NULL, NULL);
+	expect_ok(&r, "no newline\n[exit 0]");
+	r = run_kv(f, "bash", "command", "true", NULL, NULL);
+	expect_ok(&r, "[exit 0]");
+	r = run_kv(f, "bash", "command", "kill -KILL $$", NULL, NULL);
+	expect_error(&r, "[killed by signal 9 (SIGKILL)]");
+	/* Invalid UTF-8 output still gives valid text. */
+	r = run_kv(f, "bash", "command", "printf 'a\\377b'", NULL, NULL);
+	expect_ok(&r, "a\xef\xbf\xbd" "b\n[exit 0]");
+}
+
+static void test_sec7_bash_runs_in_workspace(void **state)
+{
+	struct fx *f = *state;
+	struct tool_result r = run_kv(f, "bash", "command",
+				      "pwd -P; echo made > made.txt", NULL,
+				      NULL);
+	char *real = realpath(f->ws, NULL);
+	assert_non_null(real);
+	char want[PATH_MAX + 16];
+	snprintf(want, sizeof want, "%s\n[exit 0]", real);
+	free(real);
+	expect_ok(&r, want);
+	char *s = slurp(f->ws, "made.txt");
+	assert_string_equal(s, "made\n");
+	free(s);
+}
+
+static void test_sec7_bash_environment_is_scrubbed(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(setenv("SKILLFS_TEST_SECRET", "leaked-value", 1), 0);
+	struct tool_result r = run_kv(f, "bash", "command",
+				      "env | grep -v '^_=' | sort", NULL,
+				      NULL);
+	unsetenv("SKILLFS_TEST_SECRET");
+	assert_false(r.is_error);
+	assert_null(strstr(r.text, "leaked-value"));
+	assert_null(strstr(r.text, "SKILLFS_TEST_SECRET"));
+	char home[PATH_MAX + 8];
+	snprintf(home, sizeof home, "HOME=%s\n", f->ws);
+	assert_non_null(strstr(r.text, home));
+	assert_non_null(strstr(r.text, "LANG=C.UTF-8\n"));
+	assert_non_null(strstr(r.text, "PATH=/usr/local/bin:/usr/bin:/bin\n"));
+	tool_result_free(&r);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void test_sec7_bash_timeout_kills_command(void **state)
+{
+	struct fx *f = *state;
+	f->ctx.timeout_ms = 300;
+	double t0 = now_s();
+	struct tool_result r = run_kv(f, "bash", "command",
+				      "echo started; sleep 20; echo never",
+				      NULL, NULL);
+	double elapsed = now_s() - t0;
+	assert_true(elapsed < 10.0);
+	assert_true(r.is_error);
+	assert_non_null(strstr(r.text, "started\n"));
+	assert_null(strstr(r.text, "never"));
+	assert_non_null(strstr(r.text, "[timed out after 300 ms; the command "
+					"was killed]"));
+	tool_result_free(&r);
+}
+
+static void test_sec7_bash_output_cap(void **state)
+{
+	struct fx *f = *state;
+	f->ctx.output_max = 1000;
+	struct tool_result r = run_kv(f, "bash", "command",
+				      "head -c 100000 /dev/zero | tr '\\0' a",
+				      NULL, NULL);
+	assert_false(r.is_error);
+	const char *note = "\n[output truncated after 1000 bytes]\n[exit 0]";
+	char *at = strstr(r.text, note);
+	assert_non_null(at);
+	assert_int_equal(at - r.text, 1000);
+	for (size_t i = 0; i < 1000; i++)
+		assert_int_equal(r.text[i], 'a');
+	tool_result_free(&r);
+}
+
+static bool cancel_after_first_poll(void *arg)
+{
+	int *polls = arg;
+	return ++*polls > 1;
+}
+
+static void test_sec7_bash_cancel_kills_command(void **state)
+{
+	struct fx *f = *state;
+	int polls = 0;
+	f->ctx.cancel = cancel_after_first_poll;
+	f->ctx.cancel_arg = &polls;
+	double t0 = now_s();
+	struct tool_result r = run_kv(f, "bash", "command", "sleep 20", NULL,
+				      NULL);
+	assert_true(now_s() - t0 < 10.0);
+	assert_true(polls > 1);
+	expect_error(&r, "[cancelled; the command was killed]");
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_sec7_every_schema_is_a_valid_function_tool),
+		T(test_sec7_schemas_in_given_order_unknown_skipped),
+		T(test_sec7_unavailable_tools_give_error_result),
+		T(test_sec7_bad_arguments_name_the_argument),
+		T(test_sec7_write_read_round_trip),
+		T(test_sec7_write_creates_subdirectories),
+		T(test_sec7_read_refuses_dotdot_escape),
+		T(test_sec7_absolute_paths_outside_are_refused),
+		T(test_sec7_absolute_path_inside_workspace_allowed),
+		T(test_sec7_symlink_escapes_are_refused),
+		T(test_sec7_symlink_inside_workspace_is_followed),
+		T(test_sec7_fallback_resolution_refuses_escapes),
+		T(test_sec7_read_missing_and_special_files),
+		T(test_sec7_read_size_cap),
+		T(test_sec7_read_offset_and_limit),
+		T(test_sec7_edit_replaces_unique_string),
+		T(test_sec7_edit_missing_or_ambiguous_old_string),
+		T(test_sec7_bash_output_and_exit_code),
+		T(test_sec7_bash_runs_in_workspace),
+		T(test_sec7_bash_environment_is_scrubbed),
+		T(test_sec7_bash_timeout_kills_command),
+		T(test_sec7_bash_output_cap),
+		T(test_sec7_bash_cancel_kills_command),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

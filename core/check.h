@@ -1,0 +1,21 @@
+/* check: the report of `skillfs check` (DESIGN.md section 9): every skill's
+ * validity, trust, source and warnings, then every configuration's
+ * resolution. */
+#ifndef SKILLFS_CHECK_H
+#define SKILLFS_CHECK_H
+
+#include "buf.h"
+#include "catalog.h"
+#include "config.h"
+
+/* Appends a human-readable, line-oriented report to out; every line starts
+ * with its subject ("config:", "skill <name>:", "catalog:",
+ * "configuration <name>:") so it can be grepped, and the last line is
+ * "errors: N". c may be NULL when the config failed to load (config_error
+ * then says why); cat may be NULL. Errors: a config error, an orphaned
+ * attachment, an invalid attached skill (an invalid skill nobody attaches
+ * is reported, not counted). Returns the number of errors, or -1 on ENOMEM. */
+int check_report(const struct config *c, const struct catalog *cat,
+		 const char *config_error, struct buf *out);
+
+#endif

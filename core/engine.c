@@ -1,0 +1,637 @@
+#include "engine.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "mode.h"
+#include "resolution.h"
+
+/* A config shared by successive snapshots until the file changes. */
+struct shared_config {
+	int refs;
+	struct config *c;
+};
+
+/* What one inotify watch descriptor watches. */
+struct watch {
+	int wd;
+	char *path;
+	char *skill_dir; /* the top-level skill directory it belongs to, or NULL */
+};
+
+struct engine {
+	struct engine_options opt;
+	char *config_path;        /* absolute, or NULL */
+	struct strlist dirs;      /* -s directories */
+
+	pthread_mutex_t lock;     /* guards current */
+	struct snapshot *current;
+	uint64_t generation;
+	uint64_t resolutions_built;
+	bool have_python;         /* a python interpreter exists (R13) */
+
+	/* watcher */
+	int inotify_fd;
+	int stop_pipe[2];
+	pthread_t thread;
+	bool thread_running;
+	engine_change_fn on_change;
+	void *on_change_ctx;
+	struct watch *watches;    /* by descriptor; only the watcher thread uses it */
+	size_t capwatches;
+};
+
+static struct shared_config *shared_config_new(struct config *c)
+{
+	struct shared_config *sc = malloc(sizeof *sc);
+	if (!sc)
+		return NULL;
+	sc->refs = 1;
+	sc->c = c;
+	return sc;
+}
+
+static void shared_config_unref(struct shared_config *sc)
+{
+	if (sc && __atomic_sub_fetch(&sc->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		config_free(sc->c);
+		free(sc);
+	}
+}
+
+const struct config *snapshot_config(const struct snapshot *s)
+{
+	return s->cfg->c;
+}
+
+void snapshot_unref(struct snapshot *s)
+{
+	if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	const struct config *c = s->cfg->c;
+	if (s->texts) {
+		for (size_t i = 0; i < s->catalog->n; i++) {
+			free(s->texts[i].json);
+			free(s->texts[i].mode);
+		}
+		free(s->texts);
+	}
+	if (s->res) {
+		for (size_t i = 0; i < c->nconfigs; i++)
+			resolution_free(s->res[i]);
+		free(s->res);
+	}
+	free(s->tools_text);
+	catalog_free(s->catalog);
+	shared_config_unref(s->cfg);
+	free(s->config_error);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+struct snapshot *engine_snapshot(struct engine *e)
+{
+	pthread_mutex_lock(&e->lock);
+	struct snapshot *s = e->current;
+	__atomic_add_fetch(&s->refs, 1, __ATOMIC_ACQ_REL);
+	pthread_mutex_unlock(&e->lock);
+	return s;
+}
+
+uint64_t engine_resolutions_built(struct engine *e)
+{
+	return __atomic_load_n(&e->resolutions_built, __ATOMIC_RELAXED);
+}
+
+/* Loads the config file (or the no-config default) plus the -s dirs. */
+static int load_config(struct engine *e, struct config **out, char **err)
+{
+	struct config *c = NULL;
+	if (e->config_path) {
+		if (config_load(e->config_path, &c, err) < 0)
+			return -1;
+		if (config_add_sources(c, (const char *const *)e->dirs.items, e->dirs.n) < 0) {
+			config_free(c);
+			*err = strdup("out of memory");
+			return -1;
+		}
+	} else {
+		c = config_default((const char *const *)e->dirs.items, e->dirs.n);
+		if (!c) {
+			*err = strdup("out of memory");
+			return -1;
+		}
+	}
+	*out = c;
+	return 0;
+}
+
+static struct snapshot *snapshot_new(struct engine *e, struct shared_config *sc,
+				     const struct catalog *prev, const struct strlist *dirty,
+				     const char *config_error)
+{
+	struct snapshot *s = calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
+	s->refs = 1;
+	s->cfg = sc;
+	__atomic_add_fetch(&sc->refs, 1, __ATOMIC_ACQ_REL);
+	pthread_mutex_init(&s->lock, NULL);
+	clock_gettime(CLOCK_REALTIME, &s->built);
+	s->resolutions_built = &e->resolutions_built;
+	s->have_python = e->have_python;
+	s->catalog = catalog_build(sc->c, prev, &e->opt.limits, dirty);
+	if (config_error)
+		s->config_error = strdup(config_error);
+	if (!s->catalog || (config_error && !s->config_error)) {
+		snapshot_unref(s);
+		return NULL;
+	}
+	s->texts = calloc(s->catalog->n ? s->catalog->n : 1, sizeof *s->texts);
+	s->res = calloc(sc->c->nconfigs ? sc->c->nconfigs : 1, sizeof *s->res);
+	if (!s->texts || !s->res) {
+		snapshot_unref(s);
+		return NULL;
+	}
+	s->generation = ++e->generation;
+	return s;
+}
+
+/* Whether an executable of that name is on PATH. */
+static bool program_in_path(const char *name)
+{
+	const char *path = getenv("PATH");
+	char buf[PATH_MAX];
+	while (path && *path) {
+		const char *colon = strchr(path, ':');
+		size_t len = colon ? (size_t)(colon - path) : strlen(path);
+		if (len && snprintf(buf, sizeof buf, "%.*s/%s", (int)len, path, name) < (int)sizeof buf &&
+		    access(buf, X_OK) == 0)
+			return true;
+		path = colon ? colon + 1 : NULL;
+	}
+	return false;
+}
+
+struct engine *engine_open(const struct engine_options *opt, char **err)
+{
+	*err = NULL;
+	struct engine *e = calloc(1, sizeof *e);
+	if (!e) {
+		*err = strdup("out of memory");
+		return NULL;
+	}
+	e->opt = *opt;
+	e->inotify_fd = -1;
+	e->stop_pipe[0] = e->stop_pipe[1] = -1;
+	pthread_mutex_init(&e->lock, NULL);
+	if (opt->config_path) {
+		e->config_path = realpath(opt->config_path, NULL);
+		if (!e->config_path) {
+			if (asprintf(err, "%s: %s", opt->config_path, strerror(errno)) < 0)
+				*err = NULL;
+			goto fail;
+		}
+	}
+	for (size_t i = 0; i < opt->ndirs; i++) {
+		char *abs = realpath(opt->dirs[i], NULL);
+		if (!abs) {
+			if (asprintf(err, "skills directory %s: %s", opt->dirs[i], strerror(errno)) < 0)
+				*err = NULL;
+			goto fail;
+		}
+		if (strlist_add_owned(&e->dirs, abs) < 0)
+			goto fail;
+	}
+	e->have_python = program_in_path("python3");
+	e->opt.config_path = e->config_path;
+	e->opt.dirs = NULL;
+	e->opt.ndirs = 0;
+
+	struct config *c;
+	if (load_config(e, &c, err) < 0)
+		goto fail;
+	struct shared_config *sc = shared_config_new(c);
+	if (!sc) {
+		config_free(c);
+		goto fail;
+	}
+	e->current = snapshot_new(e, sc, NULL, NULL, NULL);
+	shared_config_unref(sc);
+	if (!e->current)
+		goto fail;
+	return e;
+fail:
+	if (!*err)
+		*err = strdup("out of memory");
+	engine_close(e);
+	return NULL;
+}
+
+int engine_reload(struct engine *e, bool config_changed, const struct strlist *dirty)
+{
+	struct snapshot *old = engine_snapshot(e);
+	struct shared_config *sc = old->cfg;
+	char *cerr = NULL;
+	const char *config_error = old->config_error;
+	bool own_sc = false;
+	if (config_changed) {
+		struct config *c;
+		if (load_config(e, &c, &cerr) == 0) {
+			sc = shared_config_new(c);
+			if (!sc) {
+				config_free(c);
+				snapshot_unref(old);
+				return -1;
+			}
+			own_sc = true;
+			config_error = NULL;
+		} else {
+			config_error = cerr;
+		}
+	}
+	/* Rebuilding and publishing happen under the lock so generations stay
+	 * in order even if two reloads race. */
+	pthread_mutex_lock(&e->lock);
+	struct snapshot *now = snapshot_new(e, sc, old->catalog, dirty, config_error);
+	if (now) {
+		struct snapshot *prev = e->current;
+		e->current = now;
+		snapshot_unref(prev);
+		__atomic_add_fetch(&now->refs, 1, __ATOMIC_ACQ_REL);
+	}
+	pthread_mutex_unlock(&e->lock);
+	if (own_sc)
+		shared_config_unref(sc);
+	free(cerr);
+	if (!now) {
+		snapshot_unref(old);
+		return -1;
+	}
+	if (e->on_change)
+		e->on_change(e->on_change_ctx, old, now);
+	snapshot_unref(now);
+	snapshot_unref(old);
+	return 0;
+}
+
+/* ---- lazily derived texts ---- */
+
+static char *json_text(json_t *j, size_t *len)
+{
+	char *s = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);
+	if (!s)
+		return NULL;
+	size_t n = strlen(s);
+	char *t = realloc(s, n + 2);
+	if (!t) {
+		free(s);
+		return NULL;
+	}
+	t[n] = '\n';
+	t[n + 1] = '\0';
+	*len = n + 1;
+	return t;
+}
+
+static int build_skill_texts(struct snapshot *s, size_t i, struct snapshot_skill_texts *t)
+{
+	const struct config *c = snapshot_config(s);
+	const struct catalog_entry *ce = &s->catalog->entries[i];
+	struct buf mode = { 0 };
+	if (mode_render(c, ce->skill, s->have_python, &mode) < 0) {
+		buf_free(&mode);
+		return -1;
+	}
+	json_t *j = skill_to_json(ce->skill);
+	if (!j) {
+		buf_free(&mode);
+		return -1;
+	}
+	json_t *warn = json_array();
+	for (size_t k = 0; warn && k < ce->warnings.n; k++)
+		json_array_append_new(warn, json_string(ce->warnings.items[k]));
+	json_t *refs = json_array();
+	for (size_t k = 0; refs && k < ce->nref_subs; k++)
+		json_array_append_new(refs, json_string(s->catalog->entries[ce->ref_subs[k]].skill->name));
+	int rc = json_object_set_new(j, "source", json_string(c->sources[ce->source].path)) |
+		 json_object_set_new(j, "trust", json_string(trust_name(ce->trust))) |
+		 json_object_set_new(j, "disabled", json_boolean(ce->disabled)) |
+		 json_object_set_new(j, "catalog_warnings", warn ? warn : json_null()) |
+		 json_object_set_new(j, "resolved_sub_skills", refs ? refs : json_null()) |
+		 json_object_set_new(j, "mode", json_stringn(mode.data ? mode.data : "", mode.len));
+	if (rc == 0)
+		t->json = json_text(j, &t->json_len);
+	json_decref(j);
+	t->mode = buf_steal(&mode, &t->mode_len);
+	if (!t->json || !t->mode) {
+		free(t->json);
+		free(t->mode);
+		t->json = t->mode = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+const struct snapshot_skill_texts *snapshot_skill_texts(struct snapshot *s, size_t i)
+{
+	if (i >= s->catalog->n)
+		return NULL;
+	pthread_mutex_lock(&s->lock);
+	struct snapshot_skill_texts *t = &s->texts[i];
+	if (!t->json && build_skill_texts(s, i, t) < 0)
+		t = NULL;
+	pthread_mutex_unlock(&s->lock);
+	return t;
+}
+
+const struct resolution *snapshot_resolution(struct snapshot *s, size_t ci)
+{
+	const struct config *c = snapshot_config(s);
+	if (ci >= c->nconfigs)
+		return NULL;
+	pthread_mutex_lock(&s->lock);
+	if (!s->res[ci]) {
+		s->res[ci] = resolution_build(c, s->catalog, &c->configs[ci], NULL, 0);
+		if (s->res[ci])
+			__atomic_add_fetch(s->resolutions_built, 1, __ATOMIC_RELAXED);
+	}
+	const struct resolution *r = s->res[ci];
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+const char *snapshot_tools_text(struct snapshot *s, size_t *len)
+{
+	pthread_mutex_lock(&s->lock);
+	if (!s->tools_text) {
+		const struct config *c = snapshot_config(s);
+		struct buf b = { 0 };
+		int rc = 0;
+		for (size_t i = 0; i < c->registered_tools.n && rc == 0; i++)
+			rc = buf_printf(&b, "%s\n", c->registered_tools.items[i]);
+		if (rc == 0)
+			s->tools_text = buf_steal(&b, &s->tools_len);
+		else
+			buf_free(&b);
+	}
+	const char *t = s->tools_text;
+	*len = s->tools_len;
+	pthread_mutex_unlock(&s->lock);
+	return t;
+}
+
+/* ---- watching the disk ---- */
+
+#define WATCH_MASK (IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_FROM | \
+		    IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+#define WATCH_DEPTH_MAX 4
+
+/* Watches are indexed by their descriptor (the kernel hands them out as
+ * small increasing integers), so an event finds its watch in O(1). */
+static struct watch *watch_find(struct engine *e, int wd)
+{
+	if (wd < 0 || (size_t)wd >= e->capwatches || !e->watches[wd].path)
+		return NULL;
+	return &e->watches[wd];
+}
+
+static void watch_forget(struct engine *e, int wd)
+{
+	struct watch *w = watch_find(e, wd);
+	if (!w)
+		return;
+	free(w->path);
+	free(w->skill_dir);
+	*w = (struct watch){ 0 };
+}
+
+static void watch_add(struct engine *e, const char *path, const char *skill_dir)
+{
+	int wd = inotify_add_watch(e->inotify_fd, path, WATCH_MASK);
+	if (wd < 0)
+		return; /* gone already, or over the watch limit: nothing to follow */
+	if ((size_t)wd >= e->capwatches) {
+		size_t cap = e->capwatches ? e->capwatches : 64;
+		while (cap <= (size_t)wd)
+			cap *= 2;
+		struct watch *p = realloc(e->watches, cap * sizeof *p);
+		if (!p)
+			return;
+		memset(p + e->capwatches, 0, (cap - e->capwatches) * sizeof *p);
+		e->watches = p;
+		e->capwatches = cap;
+	}
+	struct watch *w = &e->watches[wd];
+	char *sd = skill_dir ? strdup(skill_dir) : NULL;
+	if (w->path) {
+		/* Same directory seen again (it may now belong to another skill). */
+		if (sd) {
+			free(w->skill_dir);
+			w->skill_dir = sd;
+		}
+		return;
+	}
+	char *p = strdup(path);
+	if (!p || (skill_dir && !sd)) {
+		free(p);
+		free(sd);
+		return;
+	}
+	*w = (struct watch){ wd, p, sd };
+}
+
+static void watch_tree(struct engine *e, const char *dir, const char *skill_dir, int depth)
+{
+	watch_add(e, dir, skill_dir);
+	if (depth >= WATCH_DEPTH_MAX)
+		return;
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	char path[PATH_MAX];
+	while ((de = readdir(d))) {
+		if (de->d_type != DT_DIR || strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
+			continue;
+		if (snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= (int)sizeof path)
+			continue;
+		watch_tree(e, path, skill_dir, depth + 1);
+	}
+	closedir(d);
+}
+
+/* Adds watches for the config file's directory, every source, and the
+ * directories of every skill of s that is not also in old (all of them when
+ * old is NULL). Existing watches are kept. */
+static void watch_refresh(struct engine *e, const struct snapshot *old, const struct snapshot *s)
+{
+	const struct config *c = snapshot_config(s);
+	if (e->config_path) {
+		char *dir = strdup(e->config_path);
+		if (dir) {
+			char *slash = strrchr(dir, '/');
+			if (slash)
+				*(slash == dir ? slash + 1 : slash) = '\0';
+			watch_add(e, dir, NULL);
+			free(dir);
+		}
+	}
+	char path[PATH_MAX];
+	for (size_t i = 0; i < c->nsources; i++) {
+		/* The source, and each directory in it: a SKILL.md can appear in
+		 * a directory that was not a skill a moment ago. */
+		watch_add(e, c->sources[i].path, NULL);
+		DIR *d = opendir(c->sources[i].path);
+		if (!d)
+			continue;
+		struct dirent *de;
+		while ((de = readdir(d))) {
+			if (de->d_name[0] == '.' || (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
+				continue;
+			if (snprintf(path, sizeof path, "%s/%s", c->sources[i].path, de->d_name) <
+			    (int)sizeof path)
+				watch_add(e, path, path);
+		}
+		closedir(d);
+	}
+	for (size_t i = 0; i < s->catalog->n; i++) {
+		const struct skill *sk = s->catalog->entries[i].skill;
+		const struct catalog_entry *was = old ? catalog_find(old->catalog, sk->name) : NULL;
+		if (sk->dir && (!was || was->skill != sk))
+			watch_tree(e, sk->dir, sk->dir, 0);
+	}
+}
+
+static void *watch_main(void *arg)
+{
+	struct engine *e = arg;
+	char evbuf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+	const char *config_base = NULL;
+	if (e->config_path) {
+		config_base = strrchr(e->config_path, '/');
+		config_base = config_base ? config_base + 1 : e->config_path;
+	}
+	for (;;) {
+		struct pollfd pfd[2] = { { e->inotify_fd, POLLIN, 0 }, { e->stop_pipe[0], POLLIN, 0 } };
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pfd[1].revents)
+			break;
+		bool config_changed = false, any = false;
+		struct strlist dirty = { 0 };
+		/* Collect this burst of events, then settle for a moment so an
+		 * editor's write-rename-chmod counts as one change. */
+		int settle_ms = 30;
+		for (;;) {
+			ssize_t n = read(e->inotify_fd, evbuf, sizeof evbuf);
+			if (n <= 0)
+				break;
+			for (char *p = evbuf; p < evbuf + n;) {
+				struct inotify_event *ev = (struct inotify_event *)p;
+				p += sizeof *ev + ev->len;
+				if (ev->mask & IN_Q_OVERFLOW) {
+					any = config_changed = true;
+					continue;
+				}
+				struct watch *w = watch_find(e, ev->wd);
+				if (!w)
+					continue;
+				if (ev->mask & IN_IGNORED) {
+					watch_forget(e, ev->wd);
+					any = true;
+					continue;
+				}
+				any = true;
+				if (w->skill_dir) {
+					if (!strlist_has(&dirty, w->skill_dir))
+						strlist_add(&dirty, w->skill_dir);
+				} else if (config_base && ev->len &&
+					   strcmp(ev->name, config_base) == 0) {
+					config_changed = true;
+				}
+			}
+			struct pollfd more = { e->inotify_fd, POLLIN, 0 };
+			if (poll(&more, 1, settle_ms) <= 0)
+				break;
+		}
+		if (any) {
+			struct snapshot *old = engine_snapshot(e);
+			engine_reload(e, config_changed, &dirty);
+			struct snapshot *now = engine_snapshot(e);
+			watch_refresh(e, old, now);
+			snapshot_unref(now);
+			snapshot_unref(old);
+		}
+		strlist_free(&dirty);
+	}
+	return NULL;
+}
+
+int engine_watch(struct engine *e, engine_change_fn fn, void *ctx)
+{
+	e->on_change = fn;
+	e->on_change_ctx = ctx;
+	e->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (e->inotify_fd < 0)
+		return -1;
+	if (pipe2(e->stop_pipe, O_CLOEXEC) < 0)
+		return -1;
+	struct snapshot *s = engine_snapshot(e);
+	watch_refresh(e, NULL, s);
+	snapshot_unref(s);
+	int rc = pthread_create(&e->thread, NULL, watch_main, e);
+	if (rc) {
+		errno = rc;
+		return -1;
+	}
+	e->thread_running = true;
+	return 0;
+}
+
+void engine_unwatch(struct engine *e)
+{
+	if (!e->thread_running)
+		return;
+	if (write(e->stop_pipe[1], "x", 1) < 0) {
+		/* cannot happen: one byte into an empty pipe */
+	}
+	pthread_join(e->thread, NULL);
+	e->thread_running = false;
+}
+
+void engine_close(struct engine *e)
+{
+	if (!e)
+		return;
+	engine_unwatch(e);
+	if (e->inotify_fd >= 0)
+		close(e->inotify_fd);
+	if (e->stop_pipe[0] >= 0) {
+		close(e->stop_pipe[0]);
+		close(e->stop_pipe[1]);
+	}
+	for (size_t i = 0; i < e->capwatches; i++) {
+		free(e->watches[i].path);
+		free(e->watches[i].skill_dir);
+	}
+	free(e->watches);
+	snapshot_unref(e->current);
+	free(e->config_path);
+	strlist_free(&e->dirs);
+	pthread_mutex_destroy(&e->lock);
+	free(e);
+}

@@ -1,0 +1,102 @@
+/* engine: the one object that owns skillfs's state — the current snapshot
+ * of config and catalogue (rebuilt when files change on disk) and, later,
+ * the run machinery. Everything else borrows from it. */
+#ifndef SKILLFS_ENGINE_H
+#define SKILLFS_ENGINE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "catalog.h"
+#include "config.h"
+#include "skill.h"
+
+struct resolution;
+
+struct engine_options {
+	const char *config_path;  /* NULL: the no-config default (section 9) */
+	const char *const *dirs;  /* -s directories */
+	size_t ndirs;
+	struct skill_limits limits;
+	bool watch;               /* follow changes on disk (inotify) */
+};
+
+/* Per-skill texts derived in the context of one snapshot (trust, source and
+ * execution mode come from the config), built on first use. */
+struct snapshot_skill_texts {
+	char *json;
+	size_t json_len;
+	char *mode;
+	size_t mode_len;
+};
+
+/* An immutable view of config + catalogue. Hold a reference while using it;
+ * derived texts are built lazily and cached inside it. */
+struct snapshot {
+	int refs;
+	uint64_t generation;
+	struct timespec built;      /* when this snapshot was made */
+	struct shared_config *cfg;  /* refcounted; see config() */
+	struct catalog *catalog;
+	char *config_error;         /* last failed reload, or NULL */
+
+	pthread_mutex_t lock;       /* guards the lazy caches below */
+	struct snapshot_skill_texts *texts; /* per catalogue entry */
+	struct resolution **res;    /* per configuration index */
+	char *tools_text;
+	size_t tools_len;
+	uint64_t *resolutions_built; /* engine counter, for the benchmark */
+	bool have_python;           /* for the sub-agent tool set (R13) */
+};
+
+/* The snapshot's config. */
+const struct config *snapshot_config(const struct snapshot *s);
+
+struct engine;
+
+/* Called after a rebuild with the old and new snapshot (both valid during
+ * the call), from the watcher thread. */
+typedef void (*engine_change_fn)(void *ctx, const struct snapshot *old,
+				 const struct snapshot *now);
+
+/* Loads config and catalogue. On error returns NULL and *err (caller frees)
+ * says what to fix (e.g. the config file's line and key). */
+struct engine *engine_open(const struct engine_options *opt, char **err);
+
+/* Starts following changes on disk; fn is called after each rebuild.
+ * Returns 0 or -1 with errno. */
+int engine_watch(struct engine *e, engine_change_fn fn, void *ctx);
+
+/* Stops following changes (joins the watcher thread); no callback runs
+ * after it returns. Idempotent. */
+void engine_unwatch(struct engine *e);
+
+/* The current snapshot, with a reference the caller must drop. */
+struct snapshot *engine_snapshot(struct engine *e);
+void snapshot_unref(struct snapshot *s);
+
+/* Rescans now (what the watcher does after a change). config_changed
+ * reloads the config file; dirty lists skill directories to re-read even
+ * when their SKILL.md looks unchanged. Returns 0, or -1 on ENOMEM. */
+int engine_reload(struct engine *e, bool config_changed, const struct strlist *dirty);
+
+/* skill.json and mode texts of catalogue entry i of s, built once. */
+const struct snapshot_skill_texts *snapshot_skill_texts(struct snapshot *s, size_t i);
+
+/* The resolution (effective skills, grants, prompt, file texts) of
+ * configuration index ci of s, built once per snapshot. NULL on ENOMEM. */
+const struct resolution *snapshot_resolution(struct snapshot *s, size_t ci);
+
+/* The text of the `tools` file: registered tools, one per line. */
+const char *snapshot_tools_text(struct snapshot *s, size_t *len);
+
+/* How many resolutions were built since start (benchmark counter). */
+uint64_t engine_resolutions_built(struct engine *e);
+
+/* Stops the watcher and frees everything. */
+void engine_close(struct engine *e);
+
+#endif

@@ -1,0 +1,120 @@
+/* grants: the tool allow-list of a run (DESIGN.md R2-R5, R7, R8, D1, D3,
+ * D4). One pure resolver used by the mount, `skillfs check` and the run
+ * engine, plus the execution-time check, the wait-time intersection and the
+ * JSON form stored with a run. */
+#ifndef SKILLFS_GRANTS_H
+#define SKILLFS_GRANTS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "buf.h"
+#include "skill.h"
+#include "strlist.h"
+
+enum grants_policy {
+	GRANTS_ALL = 0,  /* no skill declares allowed-tools: every registered tool */
+	GRANTS_LIST = 1, /* the union of the declared lists */
+};
+
+/* One skill's contribution to a tool. */
+struct grant_source {
+	char *skill;
+	char *pattern; /* NULL: granted without a pattern */
+};
+
+struct grant_tool {
+	char *name;              /* the registered tool name (lower-case) */
+	bool unrestricted;       /* any command; patterns is then empty */
+	struct strlist patterns; /* prefix patterns (D3), sorted, unique */
+	struct grant_source *by; /* which skills granted it (empty for policy all) */
+	size_t nby;
+};
+
+/* A declared item that grants nothing. */
+struct grant_drop {
+	char *skill;
+	char *item;   /* as written */
+	char *reason; /* "not a registered tool", "read takes no pattern" */
+};
+
+struct grants {
+	enum grants_policy policy;
+	struct grant_tool *tools; /* sorted by name; the allow-list */
+	size_t n;
+	struct strlist declaring; /* skills that declare allowed-tools, in order */
+	struct grant_drop *dropped;
+	size_t ndropped;
+	struct strlist warnings;
+};
+
+/* Whether a tool's allowed-tools items may carry a command pattern (D3):
+ * only bash and terminal. */
+bool grants_tool_has_patterns(const char *tool);
+
+/* Resolves the allow-list of the gate skills (the effective skills plus the
+ * invalid-but-otherwise-eligible ones, in order) against the registered
+ * tools. An invalid skill always counts as declaring [] whatever its struct
+ * says (D1). Tool names compare case-insensitively. A pattern on a tool
+ * without pattern semantics grants nothing; an unregistered name is dropped;
+ * both with a warning naming skill and item. On success returns 0 and fills
+ * *out (caller frees with grants_free); on ENOMEM returns -1 and *out is
+ * empty. O(k log k) in the number of declared items. */
+int grants_resolve(const struct strlist *registered,
+		   const struct skill *const *skills, size_t n,
+		   struct grants *out);
+
+/* The tool entry for a name (case-insensitive), or NULL when the tool is
+ * not on the list. O(log n). */
+const struct grant_tool *grants_find(const struct grants *g, const char *tool);
+
+/* Whether the tool is offered at all (R5, first enforcement). */
+bool grants_has(const struct grants *g, const char *tool);
+
+/* Whether a command string is admitted by a prefix pattern (D3): it starts
+ * with the pattern and contains none of ; | & $ ` ( ) < > CR LF. */
+bool grants_pattern_matches(const char *pattern, const char *command);
+
+/* The execution-time check (R5): the tool is on the list and, when it is
+ * restricted to patterns, command (may be NULL: refused then) matches one
+ * of them. Fails closed on a NULL g. */
+bool grants_permits(const struct grants *g, const char *tool,
+		    const char *command);
+
+/* R7/R8: *out = stored ∩ now. A NULL stored (a run written before lists
+ * were stored) yields a copy of now. The result never holds a tool or a
+ * pattern absent from either side: a tool narrowed to patterns on one side
+ * stays narrowed; two prefix patterns intersect to the longer when one is a
+ * prefix of the other, else to nothing; a tool left with no pattern and not
+ * unrestricted is removed (with a warning). Returns 0, or -1 on ENOMEM. */
+int grants_intersect(const struct grants *stored, const struct grants *now,
+		     struct grants *out);
+
+/* Deep copy. Returns 0, or -1 on ENOMEM (out empty). */
+int grants_copy(const struct grants *src, struct grants *out);
+
+/* Appends one list line for a tool and pattern: "bash" or
+ * "bash(git diff:*)" (the same form as skills/<name>/allowed-tools).
+ * Returns 0 or -1. */
+int grants_format_item(struct buf *out, const char *tool, const char *pattern);
+
+/* Appends the allow-list, one line per tool or per tool pattern, sorted.
+ * Nothing for an empty list. Returns 0 or -1. */
+int grants_format_lines(const struct grants *g, struct buf *out);
+
+/* The JSON form: {"policy": "all"|"list", "tools": [{"name", "unrestricted",
+ * "patterns": [..], "granted_by": [{"skill", "pattern"}]}], "declaring":
+ * [..], "dropped": [{"skill", "item", "reason"}], "warnings": [..]}.
+ * Returns a new reference, or NULL on ENOMEM. */
+json_t *grants_to_json(const struct grants *g);
+
+/* Reads the JSON form back. Anything malformed is an error, never a wider
+ * list: returns -1 with *err (caller frees; NULL on ENOMEM) and *out empty.
+ * A caller must not treat a malformed stored list as absent (R8). */
+int grants_from_json(const json_t *j, struct grants *out, char **err);
+
+/* Frees everything and leaves g empty (policy all, no tools). */
+void grants_free(struct grants *g);
+
+#endif

@@ -1,0 +1,65 @@
+/* prompt: the main agent's system prompt (DESIGN.md section 4, R9, R14):
+ * base prompt + skill block (knowledge skills, budget skills.maxBytes) +
+ * <available_skills> (action skills, budget skills.listingMaxBytes). */
+#ifndef SKILLFS_PROMPT_H
+#define SKILLFS_PROMPT_H
+
+#include <stddef.h>
+
+#include "buf.h"
+#include "catalog.h"
+#include "config.h"
+#include "grants.h"
+#include "strlist.h"
+
+/* The frame of one skill-block section. */
+#define PROMPT_SKILL_OPEN "<skill_reference"
+#define PROMPT_SKILL_CLOSE "</skill_reference>"
+
+/* Descriptions in <available_skills> are cut to this many characters. */
+#define PROMPT_DESCRIPTION_MAX 200
+
+/* The constant first part of every system prompt. */
+extern const char prompt_base[];
+
+struct prompt {
+	char *skill_block;  /* "" when no knowledge skill is included */
+	size_t skill_block_len;
+	char *available;    /* "" when no action skill is listed */
+	size_t available_len;
+	char *system;       /* base + skill block + available skills */
+	size_t system_len;
+	struct strlist included; /* knowledge skills in the block, in order */
+	struct strlist dropped;  /* knowledge skills dropped for the budget (R9) */
+	struct strlist listed;   /* action skills in <available_skills> */
+	size_t unlisted;         /* listable skills cut by the listing budget */
+	struct strlist warnings; /* one per budget drop, naming skill and budget */
+};
+
+/* Appends body to out with every frame marker defused: a '<' that starts
+ * (after optional blanks and '/') the word skill_reference, in any case, is
+ * written as "&lt;", so a body can neither close its own frame nor open a
+ * fake one. Returns 0 or -1. */
+int prompt_defuse(struct buf *out, const char *body, size_t len);
+
+/* Appends s XML-escaped (& < > " '), every control character (newline and
+ * tab included) as a space, so the text stays on one line. Returns 0 or -1. */
+int prompt_xml_escape(struct buf *out, const char *s, size_t len);
+
+/* The byte length of the longest prefix of s holding at most max UTF-8
+ * characters. */
+size_t prompt_utf8_prefix(const char *s, size_t len, size_t max);
+
+/* Assembles the prompt for the effective skills eff (catalogue indexes, in
+ * effective order) under the allow-list g (which decides the invocation
+ * text: run_skill when g offers it, else /skill:run:<name>). Budgets come
+ * from c->max_bytes and c->listing_max_bytes (a value <= 0 means the
+ * default). Returns 0 and fills *out (free with prompt_free), or -1 on
+ * ENOMEM. O(n) in the number of effective skills plus their sizes. */
+int prompt_build(const struct config *c, const struct catalog *cat,
+		 const size_t *eff, size_t neff, const struct grants *g,
+		 struct prompt *out);
+
+void prompt_free(struct prompt *p);
+
+#endif

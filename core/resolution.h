@@ -1,0 +1,59 @@
+/* resolution: everything one configuration resolves to (DESIGN.md sections
+ * 3, 4 and 8): effective skills -> allow-list -> prompt, with the texts of
+ * the files under configs/<cfg>/ rendered once. Immutable once built. */
+#ifndef SKILLFS_RESOLUTION_H
+#define SKILLFS_RESOLUTION_H
+
+#include <stddef.h>
+
+#include "catalog.h"
+#include "config.h"
+#include "effective.h"
+#include "grants.h"
+#include "prompt.h"
+#include "strlist.h"
+
+/* The files under configs/<cfg>/, in sorted (strcmp) order. */
+enum resolution_file_id {
+	RES_ALLOWED_TOOLS = 0, /* one tool per line; "bash(git diff:*)" when patterned */
+	RES_AVAILABLE_SKILLS,  /* the <available_skills> section */
+	RES_EFFECTIVE,         /* effective skills, one per line */
+	RES_GRANTS_JSON,       /* grants_to_json plus "configuration" */
+	RES_SKILL_BLOCK,       /* the framed knowledge-skill block */
+	RES_SKILLS,            /* "<name> <state> <reason>" per attachment */
+	RES_SYSTEM_PROMPT,     /* base + skill block + available skills */
+	RES_WARNINGS,          /* every warning, one per line */
+	RES_NFILES
+};
+
+extern const char *const resolution_file_names[RES_NFILES];
+
+struct resolution {
+	char *config_name;
+	struct effective eff;
+	struct grants grants; /* the allow-list resolved now (R6 stores a copy) */
+	struct prompt prompt;
+	struct strlist warnings;
+	char *text[RES_NFILES]; /* each NUL-terminated; "" when empty */
+	size_t len[RES_NFILES];
+};
+
+/* Resolves cfg (with the forced skill names, may be NULL when nforced is 0)
+ * against c and cat: effective skills (R1), the allow-list over the gate
+ * skills (R2-R4, D1, D3), then the prompt (section 4, R9) under that list.
+ * Every text ends with a newline when it is not empty. Returns NULL with
+ * errno ENOMEM, or EINVAL when c or cfg is NULL. O(n log n) in skills. */
+struct resolution *resolution_build(const struct config *c,
+				    const struct catalog *cat,
+				    const struct configuration *cfg,
+				    const char *const *forced, size_t nforced);
+
+/* The text of a file by its name under configs/<cfg>/ (e.g.
+ * "allowed-tools"), with its length in *len (may be NULL); NULL for an
+ * unknown name. */
+const char *resolution_file(const struct resolution *r, const char *name,
+			    size_t *len);
+
+void resolution_free(struct resolution *r);
+
+#endif

@@ -1,0 +1,218 @@
+/* store: the durable record of runs, in SQLite (DESIGN.md section 6,
+ * R6-R8).
+ *
+ * Tables: runs (one row per run), messages (every message of every chat of
+ * a run, numbered 1, 2, ... per chat), chats (sub-agents), events (the
+ * run's log, numbered 1, 2, ... per run). JSON columns hold jansson-dumped
+ * text.
+ *
+ * Schema versions live in PRAGMA user_version and are migrated forward in
+ * one transaction when the database is opened:
+ *   1  runs, messages, chats, events, without a stored allow-list
+ *   2  runs.allowed_tools (NULL for rows written at version 1: R8)
+ * A database of a newer version than STORE_SCHEMA_VERSION is refused.
+ *
+ * Durability: WAL journal with synchronous=NORMAL. Every call returns only
+ * after its transaction committed, and a committed transaction survives a
+ * crash or kill of the daemon process, which is the failure model of
+ * section 6 ("nothing acknowledged is ever lost" across a crash or
+ * unmount). Surviving an OS crash or power loss as well would need
+ * synchronous=FULL, an fsync on every commit.
+ *
+ * Threads: one connection guarded by one mutex; every function may be called
+ * from any thread at once. Each call is one transaction, so a reader never
+ * sees half of a write (SQLite's own FULLMUTEX would serialise single calls
+ * but not keep a multi-statement transaction together).
+ *
+ * Errors: functions return 0 or a negative errno:
+ *   -ENOENT  no such run (or chat)
+ *   -EEXIST  the run (or chat) id is taken
+ *   -EINVAL  a bad argument, or a move runstate_can_move() refuses
+ *   -EBUSY   the run is not in the state the call requires
+ *   -ENOMEM, -ENOSPC, -EROFS, -EIO  from memory or the database
+ * and, when err is not NULL, set *err to a malloc'd message for the user
+ * (the caller frees it; it is left alone on success). */
+#ifndef SKILLFS_STORE_H
+#define SKILLFS_STORE_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "runstate.h"
+#include "strlist.h"
+
+#define STORE_SCHEMA_VERSION 2
+
+struct store;
+
+/* One run as stored. Strings are NULL when unset; times are unix
+ * nanoseconds, 0 when unset. */
+struct run_row {
+	char *id;
+	int64_t seq;          /* enqueue order (1, 2, ...); 0 while created */
+	char *config;         /* configuration name; "default" until set */
+	char *prompt;         /* NULL until enqueued */
+	json_t *forced_skills; /* JSON array of names; never NULL */
+	json_t *allowed_tools; /* the allow-list stored at enqueue (R6); NULL
+				  when none was stored (R8: an older schema
+				  wrote the row, or not yet enqueued) */
+	enum runstate state;
+	char *mode;           /* free text for the engine (e.g. execution mode) */
+	char *chat_id;        /* the main chat's id, once running */
+	char *model;          /* model name, once running */
+	char *error;          /* why it failed */
+	char *result;         /* the final answer */
+	json_t *pending;      /* what an approval or question is about */
+	char *input;          /* the person's last answer */
+	json_t *usage;        /* token usage, any JSON */
+	int64_t created_at;
+	int64_t updated_at;   /* last write touching the run */
+	int64_t started_at;   /* first move to running */
+	int64_t finished_at;  /* move to a terminal state */
+};
+
+/* One chat of a run (a sub-agent; the main chat may have a row too). */
+struct chat_row {
+	char *chat_id;
+	char *parent_chat; /* NULL for a chat started by the main agent's run */
+	char *skill;       /* the skill it runs, or NULL */
+	enum runstate state;
+	char *result;
+	int64_t created_at;
+	int64_t updated_at;
+};
+
+/* Optional changes applied in the same transaction as a state move (see
+ * store_run_transition). Text fields: NULL leaves the column alone. JSON
+ * fields: NULL leaves it alone, json_null() clears it, any other value
+ * replaces it. With msg set, msg is appended to chat msg_chat (as
+ * store_message_append does). */
+struct run_change {
+	const char *error;
+	const char *result;
+	const char *input;
+	const char *mode;
+	const char *chat_id;
+	const char *model;
+	const json_t *pending;
+	const json_t *usage;
+	const char *msg_chat;
+	const json_t *msg;
+};
+
+/* Opens (creating the file, not its directory) the database at path, sets
+ * WAL, synchronous=NORMAL, a busy timeout and foreign keys, and migrates the
+ * schema to STORE_SCHEMA_VERSION in one transaction. Refuses a database of
+ * a newer version, or one that holds tables but no skillfs version. Returns
+ * the store, or NULL with *err set. */
+struct store *store_open(const char *path, char **err);
+
+/* Closes the database (checkpointing the WAL). NULL is ignored. No call may
+ * be in progress or follow. */
+void store_close(struct store *st);
+
+/* Adds a run in state created, config "default", no forced skills.
+ * -EEXIST when id is taken; -EINVAL for an empty id. */
+int store_run_create(struct store *st, const char *id, char **err);
+
+/* Reads a run into *out (zeroed first; free with run_row_free). -ENOENT when
+ * there is none; -EIO when a stored value cannot be understood. */
+int store_run_get(struct store *st, const char *id, struct run_row *out,
+		  char **err);
+
+/* Frees the fields of r and zeroes it. NULL is ignored. */
+void run_row_free(struct run_row *r);
+
+/* The state of a run alone (cheap: for status and wait). */
+int store_run_state(struct store *st, const char *id, enum runstate *out,
+		    char **err);
+
+/* Appends the id of every run to out, sorted bytewise. */
+int store_run_ids(struct store *st, struct strlist *out, char **err);
+
+/* Appends the ids of the runs in state s to out, in enqueue order (seq). */
+int store_runs_in_state(struct store *st, enum runstate s,
+			struct strlist *out, char **err);
+
+/* Sets the configuration name of a run that is still created; -EBUSY once
+ * it has been enqueued. config must be non-empty. */
+int store_run_set_config(struct store *st, const char *id, const char *config,
+			 char **err);
+
+/* Sets the forced skills (a JSON array) of a run that is still created;
+ * -EBUSY once it has been enqueued. */
+int store_run_set_forced_skills(struct store *st, const char *id,
+				const json_t *skills, char **err);
+
+/* Enqueues a created run, atomically: stores config, prompt (non-empty),
+ * forced_skills (a JSON array) and the allow-list resolved now
+ * (allowed_tools, required: R6), gives it the next enqueue number (stored
+ * in *seq when seq is not NULL), moves it to queued and logs a "state"
+ * event. -EBUSY when the run is not created. */
+int store_run_enqueue(struct store *st, const char *id, const char *config,
+		      const char *prompt, const json_t *forced_skills,
+		      const json_t *allowed_tools, int64_t *seq, char **err);
+
+/* Moves a run from `from` to `to` and applies ch (may be NULL), atomically:
+ * -EBUSY (nothing changed) when the run's state is not `from` (compare and
+ * set); -EINVAL when runstate_can_move(from, to) refuses, or when to is
+ * queued from created (that is store_run_enqueue's job). from == to
+ * applies ch alone, keeping the state. A real move also sets started_at on
+ * the first move to running, finished_at on a move to a terminal state,
+ * and logs an event {"type": "state", "from", "to"}. running -> queued
+ * keeps the run's enqueue number, so a re-queued run goes first. */
+int store_run_transition(struct store *st, const char *id,
+			 enum runstate from, enum runstate to,
+			 const struct run_change *ch, char **err);
+
+/* Deletes a run with its messages, chats and events, whatever its state
+ * (the caller decides when that is allowed). -ENOENT when there is none. */
+int store_run_delete(struct store *st, const char *id, char **err);
+
+/* Appends msg (a JSON object with a string "role") to chat chat_id of run
+ * run_id and bumps the run's updated_at, atomically. Stores the message's
+ * number in the chat (1, 2, ...) in *seq when seq is not NULL. */
+int store_message_append(struct store *st, const char *run_id,
+			 const char *chat_id, const json_t *msg, int64_t *seq,
+			 char **err);
+
+/* Sets *out to a new JSON array of the chat's messages in order (empty when
+ * the chat has none). */
+int store_messages(struct store *st, const char *run_id, const char *chat_id,
+		   json_t **out, char **err);
+
+/* Records a chat of a run (a sub-agent) in state running. parent_chat and
+ * skill may be NULL. -EEXIST when the run already has that chat id. */
+int store_chat_create(struct store *st, const char *run_id,
+		      const char *chat_id, const char *parent_chat,
+		      const char *skill, char **err);
+
+/* Moves a chat to state to (checked with runstate_can_move from its current
+ * state), storing result when not NULL. */
+int store_chat_transition(struct store *st, const char *run_id,
+			  const char *chat_id, enum runstate to,
+			  const char *result, char **err);
+
+/* Sets *rows to the run's chats in creation order and *n to their count
+ * (*rows NULL when there are none). Free with chat_rows_free. */
+int store_chats(struct store *st, const char *run_id, struct chat_row **rows,
+		size_t *n, char **err);
+
+/* Frees rows as returned by store_chats. */
+void chat_rows_free(struct chat_row *rows, size_t n);
+
+/* Appends an event of the given type (non-empty) with data (any JSON, or
+ * NULL) to the run's log, numbered 1, 2, ...; stores the number in *seq
+ * when seq is not NULL. */
+int store_event_append(struct store *st, const char *run_id, const char *type,
+		       const json_t *data, int64_t *seq, char **err);
+
+/* Appends the run's log to out, one JSON object per line, in order:
+ * {"seq": n, "ts": "2025-01-02T03:04:05.678Z", "type": ..., <data>} where
+ * an object's members are merged in (they cannot replace seq, ts or type)
+ * and any other data value is under "data". -ENOENT when there is no run. */
+int store_events_text(struct store *st, const char *run_id, struct buf *out,
+		      char **err);
+
+#endif

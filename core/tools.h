@@ -1,0 +1,64 @@
+/* tools: the registry of built-in tools (their OpenAI function-tool schemas)
+ * and the execution of the tools that act on a run's workspace.
+ *
+ * Tool names are the canonical lower-case ones ("bash", "read", ...).
+ * The allow-list is enforced by the caller (R5); this module only executes. */
+#ifndef SKILLFS_TOOLS_H
+#define SKILLFS_TOOLS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "strlist.h"
+
+#define TOOLS_DEFAULT_TIMEOUT_MS 30000
+#define TOOLS_DEFAULT_OUTPUT_MAX ((size_t)64 << 10)
+
+/* The built-in tool names in canonical order, NULL-terminated. */
+extern const char *const tools_builtin[];
+
+/* True when name is a built-in tool (exact, lower-case match). */
+bool tools_is_builtin(const char *name);
+
+/* The OpenAI function-tool object of a built-in tool:
+ * {"type": "function", "function": {"name", "description", "parameters"}}.
+ * Returns a new reference, or NULL for an unknown name or out of memory. */
+json_t *tools_schema(const char *name);
+
+/* An array of the schemas of names, in the given order; names that are not
+ * built-in are skipped. names == NULL means every built-in tool. Returns a
+ * new reference, or NULL on allocation failure. */
+json_t *tools_schemas(const struct strlist *names);
+
+struct tool_ctx {
+	const char *workspace; /* absolute path; created when missing */
+	int timeout_ms;        /* process tools; <= 0: TOOLS_DEFAULT_TIMEOUT_MS */
+	size_t output_max;     /* process tools; 0: TOOLS_DEFAULT_OUTPUT_MAX */
+	/* Optional: polled while a process tool runs; returning true kills
+	 * it (e.g. the run was cancelled). */
+	bool (*cancel)(void *arg);
+	void *cancel_arg;
+};
+
+struct tool_result {
+	char *text;    /* for the model; valid UTF-8, never NULL after success */
+	bool is_error; /* the call failed (bad arguments, refused path,
+	                * non-zero exit, timeout, unavailable tool...) */
+};
+
+/* Executes the built-in tool name with the model's arguments (a JSON
+ * object, borrowed; NULL counts as {}). Every failure the model can cause or
+ * should hear about becomes an error result naming the tool, e.g.
+ * "read: no such file: a.txt" or "bash: missing required argument
+ * 'command'"; run_skill and ask_user are refused as handled by the engine;
+ * tools not implemented in this version give an error result saying so.
+ * Returns 0 with *out filled, or -1 (out of memory) with out->text NULL.
+ * Thread-safe. */
+int tools_exec(const struct tool_ctx *ctx, const char *name, json_t *args,
+	       struct tool_result *out);
+
+/* Frees the text; leaves the result empty. */
+void tool_result_free(struct tool_result *r);
+
+#endif

@@ -1,0 +1,52 @@
+/* view: the mount as a pure model — what exists at each path, its type,
+ * size and bytes — over an engine snapshot. fs/ maps FUSE requests onto
+ * these calls and adds nothing but inode bookkeeping and caching. Paths are
+ * relative to the mount root, without a leading slash ("" is the root). */
+#ifndef SKILLFS_VIEW_H
+#define SKILLFS_VIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "engine.h"
+
+enum view_type { VIEW_DIR, VIEW_FILE };
+
+/* How long the kernel may cache a node: STATIC nodes change only when the
+ * disk or config changes (and are then invalidated); LIVE ones (runs/)
+ * change at any time and must never be cached. */
+enum view_cache { VIEW_STATIC, VIEW_LIVE };
+
+struct view_attr {
+	enum view_type type;
+	mode_t perm;          /* 0444 / 0555, or writable run files */
+	uint64_t size;        /* exactly the bytes a read returns */
+	struct timespec mtime;
+	enum view_cache cache;
+};
+
+struct view_dirent {
+	char *name;
+	enum view_type type;
+};
+
+/* Attributes of path. Returns 0 or a negative errno (-ENOENT, ...). */
+int view_getattr(struct snapshot *s, const char *path, struct view_attr *a);
+
+/* The sorted entries of directory path (caller frees with
+ * view_dirents_free). Returns 0 or a negative errno (-ENOTDIR, ...). */
+int view_readdir(struct snapshot *s, const char *path, struct view_dirent **ents, size_t *n);
+void view_dirents_free(struct view_dirent *ents, size_t n);
+
+/* Reads up to size bytes at off of file path into dst. Returns the byte
+ * count (0 at end) or a negative errno. */
+ssize_t view_read(struct snapshot *s, const char *path, uint64_t off, size_t size, char *dst);
+
+/* Whether path is the directory of a skill in the catalogue (the unit of
+ * invalidation), and which: sets *name to the component after "skills/". */
+bool view_skill_of(const char *path, const char **name, size_t *len);
+
+#endif

@@ -1,0 +1,54 @@
+/* workspace: a run's working directory, and file access confined to it.
+ *
+ * Paths come from the model: relative ("notes/a.txt"), or absolute inside the
+ * workspace (the workspace prefix is stripped). Any other absolute path, a
+ * `..` that climbs out, or a symbolic link leading out is refused. Resolution
+ * uses openat2(RESOLVE_BENEATH) on a directory fd; on kernels without openat2
+ * it walks component by component with O_NOFOLLOW (symbolic links are then
+ * not followed at all). Error messages are written for the model and name
+ * the path as it was given, e.g. "path escapes the workspace: ../x". */
+#ifndef SKILLFS_WORKSPACE_H
+#define SKILLFS_WORKSPACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "buf.h"
+
+/* Default cap for workspace_read. */
+#define WORKSPACE_READ_MAX ((size_t)1 << 20)
+
+struct workspace {
+	int dirfd;       /* O_PATH|O_DIRECTORY fd of the root */
+	char *root;      /* the root as given, without trailing slashes */
+	char *real;      /* the canonical root (symbolic links resolved) */
+	bool no_openat2; /* resolve without openat2 (set when the kernel lacks
+	                  * it; may be set by a caller to force that path) */
+};
+
+/* Opens the workspace at the absolute path root, creating it (and missing
+ * parents, mode 0755) when absent. Returns 0, or -1 with a message appended
+ * to err; ws is then left closed (workspace_close is harmless). */
+int workspace_open(struct workspace *ws, const char *root, struct buf *err);
+
+/* Reads the whole regular file at path into out (appended; NUL-terminated).
+ * max is the size cap (0 = WORKSPACE_READ_MAX); a bigger file is refused
+ * with a message giving its size and the cap. Returns 0, or -1 with a
+ * message appended to err. Never blocks on FIFOs or devices. */
+int workspace_read(const struct workspace *ws, const char *path, size_t max,
+		   struct buf *out, struct buf *err);
+
+/* Creates or replaces the file at path with len bytes of data, creating
+ * missing parent directories inside the workspace. The replacement is
+ * atomic (temporary file + rename in the same directory): readers see the
+ * old or the new content, a symbolic link at path is replaced rather than
+ * followed, and an existing file keeps its permission bits. Returns 0, or -1
+ * with a message appended to err (no temporary file is left behind). */
+int workspace_write(const struct workspace *ws, const char *path,
+		    const void *data, size_t len, struct buf *err);
+
+/* Releases the fd and strings; leaves ws closed. Safe to call again, and
+ * after a failed workspace_open. */
+void workspace_close(struct workspace *ws);
+
+#endif

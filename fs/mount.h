@@ -1,0 +1,23 @@
+/* mount: the FUSE low-level adapter. It maps requests to core/view calls,
+ * keeps the inode table, sets cache lifetimes, and turns engine changes
+ * into kernel cache invalidations. No policy lives here. */
+#ifndef SKILLFS_MOUNT_H
+#define SKILLFS_MOUNT_H
+
+#include <stdbool.h>
+
+#include "engine.h"
+
+struct mount_options {
+	const char *mountpoint;
+	bool foreground;
+	bool debug;
+	const char *fuse_opts; /* extra -o options, comma separated, or NULL */
+};
+
+/* Mounts, serves requests until unmounted or signalled (SIGINT, SIGTERM,
+ * SIGHUP), then unmounts. Daemonises once the mount is ready unless
+ * foreground. Returns a process exit status (0 on a clean unmount). */
+int mount_run(struct engine *e, const struct mount_options *opt);
+
+#endif

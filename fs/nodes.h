@@ -1,0 +1,56 @@
+/* nodes: the inode table of the mount. Every path the kernel has looked up
+ * gets a node with a stable inode number and a lookup count; the node goes
+ * away when the kernel forgets it. */
+#ifndef SKILLFS_NODES_H
+#define SKILLFS_NODES_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct node {
+	uint64_t ino;
+	uint64_t parent;  /* parent's inode (root: itself) */
+	uint64_t nlookup;
+	char *path;       /* relative to the root, "" for the root */
+	const char *name; /* last component, inside path */
+	struct node *next_path, *next_ino; /* hash chains */
+};
+
+struct nodes {
+	pthread_mutex_t lock;
+	struct node **by_path, **by_ino;
+	size_t nbuckets, count;
+	uint64_t next_ino;
+};
+
+/* One entry of a snapshot of the table, for sending invalidations without
+ * holding the lock. */
+struct node_ref {
+	uint64_t ino, parent;
+	char *path;
+};
+
+/* Creates the table holding the root (inode 1, never forgotten).
+ * Returns 0 or -1 on ENOMEM. */
+int nodes_init(struct nodes *t);
+void nodes_destroy(struct nodes *t);
+
+/* The path of inode ino copied into buf (size bytes). Returns 0, -ENOENT
+ * for an unknown inode, or -ENAMETOOLONG. */
+int nodes_path(struct nodes *t, uint64_t ino, char *buf, size_t size);
+
+/* The node for parent/name, created if new, with its lookup count raised
+ * by one. Returns its inode, or 0 on ENOMEM. */
+uint64_t nodes_lookup(struct nodes *t, uint64_t parent, const char *parent_path,
+		      const char *name);
+
+/* Drops n lookups of ino; frees it at zero. */
+void nodes_forget(struct nodes *t, uint64_t ino, uint64_t n);
+
+/* Copies every node (except the root) out of the table. Caller frees with
+ * nodes_refs_free. Returns 0 or -1 on ENOMEM. */
+int nodes_snapshot(struct nodes *t, struct node_ref **out, size_t *n);
+void nodes_refs_free(struct node_ref *r, size_t n);
+
+#endif

@@ -1,0 +1,135 @@
+# Shared helpers for the integration tests: mount skillfs for real in a
+# temporary directory, run real programs against it, and always unmount.
+# Each test script sources this file, defines test_* functions, and calls
+# run_tests. SKILLFS (the binary) comes from the environment (meson sets it).
+
+set -u
+
+: "${SKILLFS:?SKILLFS must name the skillfs binary}"
+SRC_ROOT=${SKILLFS_SOURCE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/skillfs-test.XXXXXX")
+MNT=$T/mnt
+DAEMON_PID=
+DAEMON_LOG=$T/daemon.log
+FAILS=0
+PASSES=0
+CURRENT=
+
+cleanup() {
+	stop_mount
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+fail() {
+	echo "FAIL [$CURRENT]: $*" >&2
+	FAILS=$((FAILS + 1))
+	return 1
+}
+
+# start_mount ARGS...: runs skillfs in the foreground on $MNT with ARGS and
+# waits (up to 10 s) until the mount is live.
+start_mount() {
+	mkdir -p "$MNT"
+	"$SKILLFS" -f "$@" "$MNT" >>"$DAEMON_LOG" 2>&1 &
+	DAEMON_PID=$!
+	for _ in $(seq 1 200); do
+		if grep -qs " $MNT fuse" /proc/self/mounts; then
+			return 0
+		fi
+		if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
+			echo "skillfs exited before mounting:" >&2
+			cat "$DAEMON_LOG" >&2
+			DAEMON_PID=
+			return 1
+		fi
+		sleep 0.05
+	done
+	echo "mount did not come up; daemon log:" >&2
+	cat "$DAEMON_LOG" >&2
+	return 1
+}
+
+# stop_mount: unmounts (lazily if needed), waits for the daemon, and fails
+# the current test if the daemon reported an error or a sanitizer finding.
+stop_mount() {
+	if grep -qs " $MNT fuse" /proc/self/mounts; then
+		fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT" 2>/dev/null || true
+	fi
+	if [ -n "$DAEMON_PID" ]; then
+		for _ in $(seq 1 100); do
+			kill -0 "$DAEMON_PID" 2>/dev/null || break
+			sleep 0.05
+		done
+		if kill -0 "$DAEMON_PID" 2>/dev/null; then
+			kill -9 "$DAEMON_PID" 2>/dev/null
+			echo "daemon did not exit after unmount" >&2
+			FAILS=$((FAILS + 1))
+		fi
+		wait "$DAEMON_PID" 2>/dev/null
+		DAEMON_PID=
+	fi
+	if grep -qE 'AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:' "$DAEMON_LOG" 2>/dev/null; then
+		echo "daemon reported a sanitizer error:" >&2
+		cat "$DAEMON_LOG" >&2
+		FAILS=$((FAILS + 1))
+	fi
+	: >"$DAEMON_LOG"
+}
+
+assert_eq() { # expected actual message
+	[ "$1" = "$2" ] || fail "$3: expected [$1], got [$2]"
+}
+
+assert_file_eq() { # expected-file actual-file
+	cmp -s "$1" "$2" || fail "$2 differs from $1"
+}
+
+# expect_fail ERRTEXT CMD...: CMD must fail and print ERRTEXT (the strerror
+# of the expected errno, e.g. "Permission denied").
+expect_fail() {
+	local want=$1
+	shift
+	local out
+	if out=$("$@" 2>&1); then
+		fail "'$*' succeeded; expected '$want'"
+		return 1
+	fi
+	case "$out" in
+	*"$want"*) return 0 ;;
+	*) fail "'$*' failed with [$out]; expected '$want'" ;;
+	esac
+}
+
+# wait_for TIMEOUT_S CMD...: retries CMD until it succeeds or time runs out.
+wait_for() {
+	local limit=$1
+	shift
+	local end=$(($(date +%s%N) + limit * 1000000000))
+	while [ "$(date +%s%N)" -lt "$end" ]; do
+		"$@" && return 0
+		sleep 0.02
+	done
+	"$@"
+}
+
+run_tests() {
+	local t
+	for t in $(declare -F | awk '{print $3}' | grep '^test_'); do
+		CURRENT=$t
+		local before=$FAILS
+		"$t"
+		stop_mount
+		rm -rf "$MNT"
+		if [ "$FAILS" -eq "$before" ]; then
+			PASSES=$((PASSES + 1))
+			echo "ok - $t"
+		else
+			echo "not ok - $t"
+		fi
+	done
+	echo "$PASSES passed, $FAILS failed"
+	[ "$FAILS" -eq 0 ]
+}

@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# Integration: the read-only skill catalogue through a real mount
+# (DESIGN.md sections 2 and 8; issue "Foundation").
+. "$(dirname "$0")/lib.sh"
+
+EXAMPLES=$SRC_ROOT/examples/skills
+CORPUS=$SRC_ROOT/../shared/corpus/superpowers
+
+# A private copy of the examples, so tests can edit skills.
+fresh_skills() {
+	rm -rf "$T/skills"
+	cp -r "$EXAMPLES" "$T/skills"
+}
+
+test_listing_and_reading() {
+	fresh_skills
+	start_mount -s "$T/skills" || return
+	assert_eq "README configs skills tools" "$(ls "$MNT" | tr '\n' ' ' | sed 's/ $//')" "root listing"
+	local want have
+	want=$(cd "$T/skills" && ls | tr '\n' ' ')
+	have=$(ls "$MNT/skills" | tr '\n' ' ')
+	assert_eq "$want" "$have" "skills listed, sorted"
+	ls -R "$MNT" >/dev/null || fail "ls -R failed"
+	cmp -s "$T/skills/greet/SKILL.md" "$MNT/skills/greet/SKILL.md" || fail "SKILL.md not byte for byte"
+	assert_eq "Greets a person by name and tells them what this skill set can do." \
+		"$(cat "$MNT/skills/greet/description")" "description file"
+	assert_eq "read" "$(cat "$MNT/skills/greet/allowed-tools")" "allowed-tools list form"
+	assert_eq "Read|Bash(git diff:*)|Bash(git log:*)" \
+		"$(paste -sd'|' "$MNT/skills/git-review/allowed-tools")" "allowed-tools string form"
+	[ ! -e "$MNT/skills/style-guide/allowed-tools" ] || fail "allowed-tools present though undeclared"
+	[ -f "$MNT/skills/offline-answer/allowed-tools" ] || fail "declared [] must be a file"
+	assert_eq 0 "$(stat -c %s "$MNT/skills/offline-answer/allowed-tools")" "declared [] is empty"
+	cmp -s "$T/skills/file-notes/references/format.md" \
+		"$MNT/skills/file-notes/files/references/format.md" || fail "files/ not byte for byte"
+	assert_eq "changelog version-bump" "$(ls "$MNT/skills/release/sub-skills" | tr '\n' ' ' | sed 's/ $//')" \
+		"directory sub-skills"
+	cmp -s "$T/skills/release/skills/changelog/SKILL.md" \
+		"$MNT/skills/release/sub-skills/changelog/SKILL.md" || fail "sub-skill SKILL.md"
+	[ ! -e "$MNT/skills/release/files/skills" ] || fail "sub-skills repeated under files/"
+	[ ! -e "$MNT/skills/greet/files/SKILL.md" ] || fail "SKILL.md repeated under files/"
+	grep -q '"trust": "first_party"' "$MNT/skills/greet/skill.json" || fail "skill.json lacks trust"
+	grep -q '"valid": true' "$MNT/skills/greet/skill.json" || fail "skill.json lacks validity"
+	assert_eq "$(grep -c . <<<"$(printf 'bash\npython\nterminal\nread\nwrite\nedit\nwebfetch\nrun_skill\nlearn_skill\nask_user\n')")" \
+		"$(wc -l <"$MNT/tools")" "tools file lists the built-in tools"
+	grep -rl 'git diff' "$MNT/skills" >"$T/grep.out" || fail "grep -r found nothing"
+	grep -q 'skills/git-review/SKILL.md' "$T/grep.out" || fail "grep -r missed SKILL.md"
+}
+
+test_stat_sizes_equal_bytes_read() {
+	fresh_skills
+	start_mount -s "$T/skills" || return
+	local f n bad=0
+	while IFS= read -r -d '' f; do
+		n=$(wc -c <"$f")
+		if [ "$(stat -c %s "$f")" != "$n" ]; then
+			fail "stat size of $f is $(stat -c %s "$f"), read $n bytes"
+			bad=1
+		fi
+		case "$(stat -c %a "$f")" in 444) ;; *) fail "$f mode is $(stat -c %a "$f")" ;; esac
+	done < <(find "$MNT" -type f -print0)
+	[ "$(find "$MNT" -type f | wc -l)" -gt 30 ] || fail "find saw too few files"
+	return $bad
+}
+
+test_cp_and_tar_round_trip() {
+	fresh_skills
+	start_mount -s "$T/skills" || return
+	cp -r "$MNT/skills" "$T/copy" || fail "cp -r out of the mount failed"
+	tar -cf "$T/all.tar" -C "$MNT" . 2>"$T/tar.err" || fail "tar failed: $(cat "$T/tar.err")"
+	[ ! -s "$T/tar.err" ] || fail "tar warned: $(cat "$T/tar.err")"
+	mkdir "$T/untar" && tar -xf "$T/all.tar" -C "$T/untar" || fail "untar failed"
+	local d
+	for d in "$T/skills"/*/; do
+		d=$(basename "$d")
+		for out in "$T/copy/$d" "$T/untar/skills/$d"; do
+			cmp -s "$T/skills/$d/SKILL.md" "$out/SKILL.md" || fail "$out/SKILL.md differs"
+			# every other file of the skill is under files/ (sub-skills aside)
+			(cd "$T/skills/$d" && find . -type f ! -path './SKILL.md' ! -path './skills/*') |
+				while read -r f; do
+					cmp -s "$T/skills/$d/$f" "$out/files/$f" || fail "$out/files/$f differs"
+				done
+		done
+	done
+	diff -r "$T/copy" "$T/untar/skills" >/dev/null || fail "cp -r and tar disagree"
+}
+
+test_writes_refused() {
+	fresh_skills
+	start_mount -s "$T/skills" || return
+	expect_fail "Permission denied" bash -c "echo x > '$MNT/skills/greet/SKILL.md'"
+	expect_fail "Permission denied" bash -c "echo x >> '$MNT/skills/greet/description'"
+	expect_fail "Permission denied" touch "$MNT/skills/greet/new-file"
+	expect_fail "Permission denied" mkdir "$MNT/skills/new-skill"
+	expect_fail "Permission denied" rm -f "$MNT/skills/greet/SKILL.md"
+	expect_fail "Permission denied" rmdir "$MNT/skills/greet/files"
+	expect_fail "Permission denied" mv "$MNT/skills/greet" "$MNT/skills/greet2"
+	expect_fail "Permission denied" chmod 0666 "$MNT/skills/greet/SKILL.md"
+	expect_fail "Permission denied" ln -s x "$MNT/skills/greet/link"
+	expect_fail "Permission denied" cp /etc/hostname "$MNT/tools"
+	cmp -s "$EXAMPLES/greet/SKILL.md" "$T/skills/greet/SKILL.md" || fail "backing file changed"
+	[ ! -e "$T/skills/greet/new-file" ] || fail "a file was created"
+}
+
+test_edits_show_within_one_second() {
+	fresh_skills
+	start_mount -s "$T/skills" || return
+	cat "$MNT/skills/greet/description" "$MNT/skills/greet/SKILL.md" >/dev/null
+	sed -i 's/^description: .*/description: Edited description./' "$T/skills/greet/SKILL.md"
+	wait_for 1 grep -qx 'Edited description.' "$MNT/skills/greet/description" ||
+		fail "edited description not visible within 1 s"
+	cmp -s "$T/skills/greet/SKILL.md" "$MNT/skills/greet/SKILL.md" || fail "SKILL.md stale after edit"
+	assert_eq "$(wc -c <"$T/skills/greet/SKILL.md")" "$(stat -c %s "$MNT/skills/greet/SKILL.md")" "size after edit"
+	# a new skill appears, a deleted one disappears
+	mkdir "$T/skills/brand-new"
+	printf -- '---\nname: brand-new\ndescription: new\n---\nbody\n' >"$T/skills/brand-new/SKILL.md"
+	wait_for 1 test -f "$MNT/skills/brand-new/SKILL.md" || fail "new skill not visible within 1 s"
+	ls "$MNT/skills" | grep -qx brand-new || fail "new skill not listed"
+	rm -rf "$T/skills/greet"
+	wait_for 1 test ! -e "$MNT/skills/greet" || fail "deleted skill still visible after 1 s"
+	ls "$MNT/skills" | grep -qx greet && fail "deleted skill still listed"
+	# a file under files/ changes
+	echo "more" >>"$T/skills/file-notes/references/format.md"
+	wait_for 1 cmp -s "$T/skills/file-notes/references/format.md" \
+		"$MNT/skills/file-notes/files/references/format.md" || fail "edited reference file stale"
+	return 0
+}
+
+test_invalid_skill_listed_with_error() {
+	fresh_skills
+	mkdir "$T/skills/broken"
+	printf -- '---\nname: broken\ndescription: a: b: c\n---\nbody\n' >"$T/skills/broken/SKILL.md"
+	start_mount -s "$T/skills" || return
+	grep -q '"valid": false' "$MNT/skills/broken/skill.json" || fail "broken skill not marked invalid"
+	grep -q '"error": "' "$MNT/skills/broken/skill.json" || fail "broken skill has no error"
+	[ -f "$MNT/skills/broken/allowed-tools" ] || fail "D1: invalid skill must declare []"
+	assert_eq 0 "$(stat -c %s "$MNT/skills/broken/allowed-tools")" "D1: declared-empty"
+	cmp -s "$T/skills/broken/SKILL.md" "$MNT/skills/broken/SKILL.md" || fail "invalid SKILL.md not served"
+}
+
+test_symlink_outside_not_followed() {
+	fresh_skills
+	ln -s /etc "$T/skills/file-notes/etc-link"
+	ln -s /etc/hostname "$T/skills/file-notes/host-link"
+	ln -s references/format.md "$T/skills/file-notes/inside-link"
+	start_mount -s "$T/skills" || return
+	[ ! -e "$MNT/skills/file-notes/files/etc-link" ] || fail "symlink to /etc followed"
+	[ ! -e "$MNT/skills/file-notes/files/host-link" ] || fail "symlink to /etc/hostname followed"
+	ls "$MNT/skills/file-notes/files" | grep -q link$ && ! ls "$MNT/skills/file-notes/files" | grep -qx inside-link &&
+		fail "escaping links listed"
+	cmp -s "$T/skills/file-notes/references/format.md" "$MNT/skills/file-notes/files/inside-link" ||
+		fail "a symlink inside the skill should be served"
+}
+
+test_corpus_loads_byte_for_byte() {
+	if [ ! -d "$CORPUS" ]; then
+		echo "corpus not found at $CORPUS" >&2
+		fail "corpus missing"
+		return
+	fi
+	start_mount -s "$CORPUS" || return
+	local d n=0
+	for d in "$CORPUS"/*/; do
+		d=$(basename "$d")
+		[ -f "$CORPUS/$d/SKILL.md" ] || continue
+		n=$((n + 1))
+		[ -d "$MNT/skills/$d" ] || { fail "corpus skill $d missing"; continue; }
+		grep -q '"valid": true' "$MNT/skills/$d/skill.json" || fail "corpus skill $d invalid"
+		cmp -s "$CORPUS/$d/SKILL.md" "$MNT/skills/$d/SKILL.md" || fail "$d/SKILL.md differs"
+		(cd "$CORPUS/$d" && find . -type f ! -path './SKILL.md') | while read -r f; do
+			cmp -s "$CORPUS/$d/$f" "$MNT/skills/$d/files/$f" || fail "$d/files/$f differs"
+		done
+	done
+	assert_eq "$n" "$(ls "$MNT/skills" | wc -l)" "every corpus skill listed"
+	[ "$n" -ge 10 ] || fail "corpus too small: $n"
+}
+
+test_unmount_leaves_no_stale_mount() {
+	fresh_skills
+	start_mount -s "$T/skills" || return
+	stop_mount
+	grep -qs " $MNT fuse" /proc/self/mounts && fail "mount still present"
+	ls "$MNT" >/dev/null 2>&1 || fail "mountpoint unusable after unmount"
+}
+
+run_tests
