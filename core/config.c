@@ -474,7 +474,7 @@ static int parse_str_list(struct ctx *x, const yaml_node_t *n, const char *key,
 			  struct strlist *out)
 {
 	char k[KEY_MAX];
-	const char *s;
+	const char *s = NULL;
 	if (want_seq(x, n, key) < 0)
 		return -1;
 	for (size_t i = 0; i < seq_len(n); i++) {

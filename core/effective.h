@@ -52,6 +52,7 @@ int effective_resolve(const struct config *c, const struct catalog *cat,
 		      const char *const *forced, size_t nforced,
 		      struct effective *out);
 
+/* Frees everything and leaves e empty. NULL is ignored. */
 void effective_free(struct effective *e);
 
 #endif

@@ -453,6 +453,11 @@ static int intersect_patterns(const struct strlist *a, const struct strlist *b,
 int grants_intersect(const struct grants *stored, const struct grants *now,
 		     struct grants *out)
 {
+	if (!now) { /* nothing resolvable now: fail closed */
+		memset(out, 0, sizeof *out);
+		out->policy = GRANTS_LIST;
+		return 0;
+	}
 	if (!stored)
 		return grants_copy(now, out);
 	memset(out, 0, sizeof *out);

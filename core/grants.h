@@ -87,7 +87,8 @@ bool grants_permits(const struct grants *g, const char *tool,
  * pattern absent from either side: a tool narrowed to patterns on one side
  * stays narrowed; two prefix patterns intersect to the longer when one is a
  * prefix of the other, else to nothing; a tool left with no pattern and not
- * unrestricted is removed (with a warning). Returns 0, or -1 on ENOMEM. */
+ * unrestricted is removed (with a warning). A NULL now yields an empty list
+ * (fail closed). Returns 0, or -1 on ENOMEM. */
 int grants_intersect(const struct grants *stored, const struct grants *now,
 		     struct grants *out);
 

@@ -60,6 +60,7 @@ int prompt_build(const struct config *c, const struct catalog *cat,
 		 const size_t *eff, size_t neff, const struct grants *g,
 		 struct prompt *out);
 
+/* Frees everything and leaves p empty. NULL is ignored. */
 void prompt_free(struct prompt *p);
 
 #endif

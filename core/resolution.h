@@ -54,6 +54,7 @@ struct resolution *resolution_build(const struct config *c,
 const char *resolution_file(const struct resolution *r, const char *name,
 			    size_t *len);
 
+/* Frees r and everything it holds. NULL is ignored. */
 void resolution_free(struct resolution *r);
 
 #endif

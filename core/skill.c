@@ -436,7 +436,12 @@ static int yadd(struct yload *y, size_t line, json_t *v)
 
 static bool all_digits(const char *p, const char *digits)
 {
-	return *p && strspn(p, digits) == strlen(p);
+	if (!*p)
+		return false;
+	for (; *p; p++)
+		if (!strchr(digits, *p))
+			return false;
+	return true;
 }
 
 /* YAML 1.2 core schema float syntax (without .inf and .nan, which JSON
@@ -468,9 +473,9 @@ static bool is_float(const char *p)
 /* Resolves a plain scalar with the YAML 1.2 core schema. */
 static json_t *resolve_plain(const char *v, size_t n)
 {
-	static const char *nulls[] = {"", "~", "null", "Null", "NULL"};
-	static const char *trues[] = {"true", "True", "TRUE"};
-	static const char *falses[] = {"false", "False", "FALSE"};
+	static const char *const nulls[] = {"", "~", "null", "Null", "NULL"};
+	static const char *const trues[] = {"true", "True", "TRUE"};
+	static const char *const falses[] = {"false", "False", "FALSE"};
 	for (size_t i = 0; i < sizeof nulls / sizeof *nulls; i++)
 		if (strcmp(v, nulls[i]) == 0)
 			return json_null();
@@ -1085,6 +1090,8 @@ struct skill *skill_parse(const char *dir_name, const char *dir,
 	struct skill *s = skill_new(dir_name, dir);
 	if (!s)
 		return NULL;
+	if (!bytes)
+		len = 0;
 	char *raw = NULL;
 	if (len <= lim_file(lim)) {
 		raw = malloc(len + 1);
@@ -1285,6 +1292,14 @@ oom:
 
 struct skill *skill_load(const char *dir, const struct skill_limits *lim)
 {
+	if (!dir || !*dir) {
+		struct skill *s = skill_new("", NULL);
+		if (s && (invalidf(s, "no skill directory given") || finish(s))) {
+			skill_unref(s);
+			return NULL;
+		}
+		return s;
+	}
 	struct buf b = {0};
 	int r = 0;
 	if (dir[0] != '/') {

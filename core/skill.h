@@ -35,7 +35,10 @@ struct skill_limits {
 
 enum skill_category { SKILL_ACTION = 0, SKILL_KNOWLEDGE = 1 };
 
-/* One item of an allowed-tools (or tools) declaration. */
+/* One item of an allowed-tools (or tools) declaration. Parentheses always
+ * restrict: "Bash(*)" and "Bash()" give pattern "" (commands without shell
+ * control characters), never NULL. A malformed item such as "Bash(git"
+ * keeps its whole text as tool, so it matches no registered tool. */
 struct tool_grant {
 	char *tool;    /* lower-cased tool name, e.g. "bash" */
 	char *pattern; /* "git diff" for Bash(git diff:*), or NULL = unrestricted */
@@ -101,9 +104,14 @@ struct skill {
 };
 
 /* Parses SKILL.md bytes. dir_name is the directory name (used when there is
- * no front-matter name and for the mismatch warning); dir may be NULL.
- * Never fails on bad input; returns NULL only when out of memory. The
- * returned skill has refs == 1. It has no directory sub-skills. */
+ * no usable front-matter name and for the mismatch warning); dir may be
+ * NULL. lim may be NULL (defaults). Never fails on bad input; returns NULL
+ * only when out of memory. The returned skill has refs == 1 and no
+ * directory sub-skills. An invalid skill (D1) is named after dir_name and
+ * has body "", frontmatter NULL and no front-matter fields; bytes over
+ * file_max are not copied (raw NULL). A front-matter name that is empty,
+ * over 64 bytes, "." or "..", or holds '/' or a control character is not
+ * used (warning); other rule breaks keep the name with a warning. */
 struct skill *skill_parse(const char *dir_name, const char *dir,
 			  const char *bytes, size_t len,
 			  const struct skill_limits *lim);

@@ -16,6 +16,7 @@
 
 struct store {
 	sqlite3 *db;
+	char *path;           /* for messages */
 	pthread_mutex_t lock; /* held around every use of db */
 };
 
@@ -114,7 +115,8 @@ static int errno_of(int sqlite_rc)
 /* Reports the connection's last error about `what`; returns its errno. */
 static int db_fail(struct store *st, char **err, const char *what)
 {
-	set_err(err, "state database: %s: %s", what, sqlite3_errmsg(st->db));
+	set_err(err, "state database %s: %s: %s", st->path, what,
+		sqlite3_errmsg(st->db));
 	return errno_of(sqlite3_errcode(st->db));
 }
 
@@ -348,9 +350,16 @@ struct store *store_open(const char *path, char **err)
 		oom(err);
 		return NULL;
 	}
+	st->path = strdup(path);
+	if (!st->path) {
+		oom(err);
+		free(st);
+		return NULL;
+	}
 	int prc = pthread_mutex_init(&st->lock, NULL);
 	if (prc != 0) {
 		set_err(err, "state database: mutex: %s", strerror(prc));
+		free(st->path);
 		free(st);
 		return NULL;
 	}
@@ -376,6 +385,7 @@ struct store *store_open(const char *path, char **err)
 fail:
 	sqlite3_close_v2(st->db);
 	pthread_mutex_destroy(&st->lock);
+	free(st->path);
 	free(st);
 	return NULL;
 }
@@ -386,6 +396,7 @@ void store_close(struct store *st)
 		return;
 	sqlite3_close_v2(st->db);
 	pthread_mutex_destroy(&st->lock);
+	free(st->path);
 	free(st);
 }
 

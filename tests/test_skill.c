@@ -960,6 +960,16 @@ static void test_load_directory_sub_skills(void **st)
 	json_decref(j);
 	skill_unref(s);
 
+	/* A trailing slash changes neither the name nor the directory. */
+	char *slashed = NULL;
+	assert_true(asprintf(&slashed, "%s//", dir) > 0);
+	s = skill_load(slashed, NULL);
+	assert_non_null(s);
+	assert_string_equal(s->dir_name, "parent");
+	assert_string_equal(s->dir, dir);
+	skill_unref(s);
+	free(slashed);
+
 	free(deeper);
 	free(nomd);
 	free(skills);
@@ -991,6 +1001,23 @@ static void test_load_refuses_symlinked_skill_md(void **st)
 	assert_invalid(s, "does not exist");
 	skill_unref(s);
 
+	/* A FIFO is refused without blocking. */
+	char *fifo_dir = join(root, "fifo");
+	assert_int_equal(mkdir(fifo_dir, 0755), 0);
+	char *fifo = join(fifo_dir, "SKILL.md");
+	assert_int_equal(mkfifo(fifo, 0644), 0);
+	s = skill_load(fifo_dir, NULL);
+	assert_non_null(s);
+	assert_invalid(s, "not a regular file");
+	skill_unref(s);
+
+	s = skill_load(NULL, NULL);
+	assert_non_null(s);
+	assert_false(s->valid);
+	skill_unref(s);
+
+	free(fifo);
+	free(fifo_dir);
 	free(missing);
 	free(md);
 	free(dir);
@@ -1076,7 +1103,8 @@ static void test_corpus_superpowers_all_valid(void **st)
 	char *sp = join(corpus, "superpowers");
 	struct stat sb;
 	if (stat(sp, &sb) < 0) {
-		print_message("corpus not found at %s; skipped\n", sp);
+		print_message("corpus not found under SKILLFS_SOURCE_ROOT/../shared; "
+			      "skipped\n");
 		free(sp);
 		free(corpus);
 		skip();

@@ -40,15 +40,15 @@ start_mount() {
 			return 0
 		fi
 		if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
-			echo "skillfs exited before mounting:" >&2
 			cat "$DAEMON_LOG" >&2
 			DAEMON_PID=
+			fail "skillfs exited before mounting"
 			return 1
 		fi
 		sleep 0.05
 	done
-	echo "mount did not come up; daemon log:" >&2
 	cat "$DAEMON_LOG" >&2
+	fail "mount did not come up within 10 s"
 	return 1
 }
 
