@@ -249,7 +249,8 @@ struct catalog *catalog_build(const struct config *c, const struct catalog *prev
 	ri.by_dir = NULL;
 	strlist_free(&dirty_sorted);
 
-	qsort(found.items, found.n, sizeof *found.items, cmp_found);
+	if (found.n > 1)
+		qsort(found.items, found.n, sizeof *found.items, cmp_found);
 	cat->entries = calloc(found.n ? found.n : 1, sizeof *cat->entries);
 	if (!cat->entries)
 		goto fail;

@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "mode.h"
 #include "resolution.h"
+#include "runs.h"
 
 /* A config shared by successive snapshots until the file changes. */
 struct shared_config {
@@ -38,6 +39,7 @@ struct engine {
 	uint64_t generation;
 	uint64_t resolutions_built;
 	bool have_python;         /* a python interpreter exists (R13) */
+	struct runs *runs;        /* NULL until engine_start_runs */
 
 	/* watcher */
 	int inotify_fd;
@@ -149,6 +151,7 @@ static struct snapshot *snapshot_new(struct engine *e, struct shared_config *sc,
 	clock_gettime(CLOCK_REALTIME, &s->built);
 	s->resolutions_built = &e->resolutions_built;
 	s->have_python = e->have_python;
+	s->engine = e;
 	s->catalog = catalog_build(sc->c, prev, &e->opt.limits, dirty);
 	if (config_error)
 		s->config_error = strdup(config_error);
@@ -602,6 +605,44 @@ int engine_watch(struct engine *e, engine_change_fn fn, void *ctx)
 	return 0;
 }
 
+int engine_start_runs(struct engine *e, const char *state_path, char **err)
+{
+	char *dflt = NULL;
+	if (!state_path) {
+		struct snapshot *s = engine_snapshot(e);
+		const char *cs = snapshot_config(s)->state_path;
+		dflt = cs ? strdup(cs) : NULL;
+		snapshot_unref(s);
+		if (!cs) {
+			const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+			int n = xdg && *xdg ? asprintf(&dflt, "%s/skillfs/state.db", xdg)
+					    : asprintf(&dflt, "%s/.local/state/skillfs/state.db",
+						       home && *home ? home : ".");
+			if (n < 0)
+				dflt = NULL;
+		}
+		if (!dflt) {
+			*err = strdup("out of memory");
+			return -1;
+		}
+		state_path = dflt;
+	}
+	e->runs = runs_open(e, state_path, err);
+	free(dflt);
+	return e->runs ? 0 : -1;
+}
+
+struct runs *engine_runs(struct engine *e)
+{
+	return e->runs;
+}
+
+void engine_stop_runs(struct engine *e)
+{
+	runs_close(e->runs);
+	e->runs = NULL;
+}
+
 void engine_unwatch(struct engine *e)
 {
 	if (!e->thread_running)
@@ -618,6 +659,7 @@ void engine_close(struct engine *e)
 	if (!e)
 		return;
 	engine_unwatch(e);
+	engine_stop_runs(e);
 	if (e->inotify_fd >= 0)
 		close(e->inotify_fd);
 	if (e->stop_pipe[0] >= 0) {

@@ -15,6 +15,7 @@
 #include "skill.h"
 
 struct resolution;
+struct runs;
 
 struct engine_options {
 	const char *config_path;  /* NULL: the no-config default (section 9) */
@@ -50,6 +51,7 @@ struct snapshot {
 	size_t tools_len;
 	uint64_t *resolutions_built; /* engine counter, for the benchmark */
 	bool have_python;           /* for the sub-agent tool set (R13) */
+	struct engine *engine;      /* the engine it came from */
 };
 
 /* The snapshot's config. */
@@ -95,6 +97,17 @@ const char *snapshot_tools_text(struct snapshot *s, size_t *len);
 
 /* How many resolutions were built since start (benchmark counter). */
 uint64_t engine_resolutions_built(struct engine *e);
+
+/* Opens the run store and starts the run workers (mount mode). state_path
+ * NULL: the config's `state`, else $XDG_STATE_HOME/skillfs/state.db (or
+ * ~/.local/state/skillfs/state.db). Returns 0, or -1 with *err set. */
+int engine_start_runs(struct engine *e, const char *state_path, char **err);
+
+/* The run manager, or NULL before engine_start_runs. */
+struct runs *engine_runs(struct engine *e);
+
+/* Stops the run workers (runs stay resumable) and answers pending waits. */
+void engine_stop_runs(struct engine *e);
 
 /* Stops the watcher and frees everything. */
 void engine_close(struct engine *e);

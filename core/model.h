@@ -93,8 +93,9 @@ const char *model_provider(const struct model *m);
 /* One completion. On success returns 0 and *out holds the normalised reply
  * (release with model_reply_free). On failure returns -1, *out is empty and
  * *err is a malloc'd message saying what went wrong, with the program's
- * stderr or the server's error message when there is one. Thread-safe:
- * calls on one model may run concurrently. */
+ * stderr or the server's error message when there is one (*err is NULL
+ * only when memory ran out). Thread-safe: calls on one model may run
+ * concurrently. */
 int model_complete(struct model *m, const struct model_request *req,
 		   struct model_reply *out, char **err);
 

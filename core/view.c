@@ -12,6 +12,7 @@
 
 #include "buf.h"
 #include "resolution.h"
+#include "runs.h"
 
 #define VIEW_MAX_DEPTH 64
 
@@ -34,6 +35,15 @@ static const char readme_text[] =
 	"configs/<cfg>/skill-block, available-skills, system-prompt, warnings\n"
 	"configs/ERROR               present when the config file failed to reload;\n"
 	"                            the last good config stays in force\n"
+	"runs/new                    a fresh unused run id (reading creates nothing)\n"
+	"runs/<id>/                  mkdir to create; write prompt to start it:\n"
+	"  prompt config skills      writable until the prompt is closed\n"
+	"  status info.json          one word; everything else\n"
+	"  allowed-tools             the allow-list stored when it was enqueued\n"
+	"  transcript messages.json events   what happened\n"
+	"  pending ctl input         approvals (echo approve|deny|cancel > ctl), answers\n"
+	"  wait                      a read blocks until it ends or needs you\n"
+	"  result | error            when it completed | failed\n"
 	"\n"
 	"Everything outside runs/ is read-only. Edits to skills and to the config\n"
 	"file show here within a second, without remounting.\n"
@@ -69,7 +79,7 @@ static int split(const char *path, struct comps *p)
  * (or owned, when owned_data is set); backing files are read from disk. */
 enum node_kind {
 	N_ROOT, N_README, N_TOOLS, N_SKILLS, N_SKILL, N_SUBS, N_CONFIGS, N_CONFIG,
-	N_TEXT, N_BACKING_DIR, N_BACKING_FILE,
+	N_TEXT, N_BACKING_DIR, N_BACKING_FILE, N_RUNS, N_RUN_DIR,
 };
 
 struct node {
@@ -89,6 +99,11 @@ struct node {
 	char backing[PATH_MAX];
 	bool files_root;                   /* the skill's files/ directory */
 	struct stat st;
+	/* runs/ */
+	bool live;          /* changes at any time: never cached */
+	mode_t perm;        /* 0 = the default for the type */
+	char run_id[RUN_ID_MAX + 1];
+	char run_sub[PATH_MAX];
 };
 
 static void node_release(struct node *n)
@@ -256,6 +271,57 @@ static int resolve_skill(struct snapshot *s, struct node *n, const struct skill 
 	return -ENOENT;
 }
 
+static struct runs *runs_of(struct snapshot *s)
+{
+	return s->engine ? engine_runs(s->engine) : NULL;
+}
+
+static int resolve_runs(struct snapshot *s, struct node *n, const struct comps *p)
+{
+	struct runs *rr = runs_of(s);
+	if (!rr)
+		return -ENOENT;
+	n->live = true;
+	clock_gettime(CLOCK_REALTIME, &n->mtime);
+	if (p->n == 1) {
+		n->kind = N_RUNS;
+		n->type = VIEW_DIR;
+		return 0;
+	}
+	if (p->n == 2 && strcmp(p->c[1], "new") == 0) {
+		/* A fresh id; reading creates nothing. */
+		char id[RUN_ID_MAX + 1];
+		struct buf b = { 0 };
+		runs_new_id(rr, id, sizeof id, &n->mtime);
+		if (buf_printf(&b, "%s\n", id) < 0)
+			return -ENOMEM;
+		return set_owned_text(n, &b, n->mtime);
+	}
+	snprintf(n->run_id, sizeof n->run_id, "%s", p->c[1]);
+	size_t off = 0;
+	n->run_sub[0] = '\0';
+	for (size_t i = 2; i < p->n; i++) {
+		int w = snprintf(n->run_sub + off, sizeof n->run_sub - off, "%s%s", i > 2 ? "/" : "",
+				 p->c[i]);
+		if (w < 0 || (size_t)w >= sizeof n->run_sub - off)
+			return -ENAMETOOLONG;
+		off += (size_t)w;
+	}
+	struct run_file f;
+	int rc = runs_stat_file(rr, n->run_id, n->run_sub, &f);
+	if (rc < 0)
+		return rc;
+	n->perm = f.perm;
+	n->mtime = f.mtime;
+	if (f.dir) {
+		buf_free(&f.data);
+		n->kind = N_RUN_DIR;
+		n->type = VIEW_DIR;
+		return 0;
+	}
+	return set_owned_text(n, &f.data, f.mtime);
+}
+
 static long config_index(const struct config *c, const char *name)
 {
 	for (size_t i = 0; i < c->nconfigs; i++)
@@ -297,6 +363,8 @@ static int resolve(struct snapshot *s, const char *path, struct node *n)
 		const struct catalog_entry *ce = &s->catalog->entries[i];
 		return resolve_skill(s, n, ce->skill, ce, (size_t)i, p.c + 2, p.n - 2);
 	}
+	if (strcmp(top, "runs") == 0)
+		return resolve_runs(s, n, &p);
 	if (strcmp(top, "configs") == 0) {
 		const struct config *c = snapshot_config(s);
 		if (p.n == 1) {
@@ -347,10 +415,10 @@ int view_getattr(struct snapshot *s, const char *path, struct view_attr *a)
 	int rc = resolve(s, path, &n);
 	if (rc == 0) {
 		a->type = n.type;
-		a->perm = n.type == VIEW_DIR ? 0555 : 0444;
+		a->perm = n.perm ? n.perm : n.type == VIEW_DIR ? 0555 : 0444;
 		a->size = node_size(&n);
 		a->mtime = n.mtime;
-		a->cache = VIEW_STATIC;
+		a->cache = n.live ? VIEW_LIVE : VIEW_STATIC;
 	}
 	node_release(&n);
 	return rc;
@@ -485,7 +553,30 @@ int view_readdir(struct snapshot *s, const char *path, struct view_dirent **ents
 	case N_ROOT:
 		a |= add(&l, "README", VIEW_FILE) | add(&l, "configs", VIEW_DIR) |
 		     add(&l, "skills", VIEW_DIR) | add(&l, "tools", VIEW_FILE);
+		if (runs_of(s))
+			a |= add(&l, "runs", VIEW_DIR);
 		break;
+	case N_RUNS: {
+		struct strlist ids = { 0 };
+		rc = runs_list(runs_of(s), &ids);
+		a |= add(&l, "new", VIEW_FILE);
+		for (size_t i = 0; rc == 0 && i < ids.n && !a; i++)
+			a |= add(&l, ids.items[i], VIEW_DIR);
+		strlist_free(&ids);
+		break;
+	}
+	case N_RUN_DIR: {
+		struct strlist names = { 0 };
+		rc = runs_readdir(runs_of(s), n.run_id, n.run_sub, &names);
+		bool in_subagents = strcmp(n.run_sub, "subagents") == 0;
+		for (size_t i = 0; rc == 0 && i < names.n && !a; i++) {
+			bool dir = in_subagents ||
+				   (n.run_sub[0] == '\0' && strcmp(names.items[i], "subagents") == 0);
+			a |= add(&l, names.items[i], dir ? VIEW_DIR : VIEW_FILE);
+		}
+		strlist_free(&names);
+		break;
+	}
 	case N_SKILLS:
 		for (size_t i = 0; i < s->catalog->n && !a; i++)
 			a |= add(&l, s->catalog->entries[i].skill->name, VIEW_DIR);
@@ -561,4 +652,18 @@ bool view_skill_of(const char *path, const char **name, size_t *len)
 	*name = p;
 	*len = slash ? (size_t)(slash - p) : strlen(p);
 	return *len > 0;
+}
+
+bool view_run_file(const char *path, char *id, size_t size, const char **name)
+{
+	if (strncmp(path, "runs/", 5) != 0)
+		return false;
+	const char *p = path + 5;
+	const char *slash = strchr(p, '/');
+	if (!slash || strchr(slash + 1, '/') || slash[1] == '\0' || (size_t)(slash - p) >= size)
+		return false;
+	memcpy(id, p, (size_t)(slash - p));
+	id[slash - p] = '\0';
+	*name = slash + 1;
+	return true;
 }

@@ -49,4 +49,8 @@ ssize_t view_read(struct snapshot *s, const char *path, uint64_t off, size_t siz
  * invalidation), and which: sets *name to the component after "skills/". */
 bool view_skill_of(const char *path, const char **name, size_t *len);
 
+/* Whether path is runs/<id>/<name> (a file directly in a run directory):
+ * copies the id into id (size bytes) and points *name at the file name. */
+bool view_run_file(const char *path, char *id, size_t size, const char **name);
+
 #endif

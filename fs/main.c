@@ -9,6 +9,7 @@
 #include "buf.h"
 #include "check.h"
 #include "engine.h"
+#include "model.h"
 #include "mount.h"
 #include "strlist.h"
 
@@ -145,6 +146,12 @@ int main(int argc, char **argv)
 		.watch = !cli.check,
 	};
 	char *err = NULL;
+	if (model_global_init(&err) < 0) {
+		fprintf(stderr, "skillfs: %s\n", err ? err : "cannot initialise libcurl");
+		free(err);
+		strlist_free(&cli.dirs);
+		return 1;
+	}
 	struct engine *e = engine_open(&eo, &err);
 	if (!e) {
 		fprintf(stderr, "skillfs: %s\n", err ? err : "out of memory");
@@ -161,6 +168,7 @@ int main(int argc, char **argv)
 			.foreground = cli.foreground,
 			.debug = cli.debug,
 			.fuse_opts = cli.fuse_opts,
+			.state_path = cli.state,
 		};
 		status = mount_run(e, &mo);
 		if (getenv("SKILLFS_STATS"))
@@ -168,6 +176,7 @@ int main(int argc, char **argv)
 				(unsigned long long)engine_resolutions_built(e));
 	}
 	engine_close(e);
+	model_global_cleanup();
 	strlist_free(&cli.dirs);
 	return status;
 }

@@ -5,7 +5,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,20 +16,62 @@
 #include <unistd.h>
 
 #include "nodes.h"
+#include "runs.h"
 #include "view.h"
 
 /* Cache lifetimes (DESIGN.md D7): files of skills and configurations only
  * change when the disk does, and are then invalidated explicitly. */
 #define STATIC_TIMEOUT 3600.0
 
+/* A read of runs/<id>/wait, answered when the run settles (files under
+ * runs/ are direct I/O, so the read reaches us whatever the size). */
+struct wait_req {
+	uint64_t key;    /* ours, passed to runs_wait and the interrupt hook */
+	uint64_t handle; /* the run manager's */
+	fuse_req_t req;
+	size_t size;
+	off_t off;
+	struct wait_req *next;
+};
+
+/* A poll() on runs/<id>/status waiting for the run to settle. */
+struct poll_req {
+	char id[RUN_ID_MAX + 1];
+	struct fuse_pollhandle *ph;
+	struct poll_req *next;
+};
+
+/* A run change waiting to be turned into kernel invalidations. */
+struct run_note {
+	char id[RUN_ID_MAX + 1];
+	bool created, removed, state_changed;
+	struct run_note *next;
+};
+
 struct mount {
 	struct engine *engine;
+	struct runs *runs;
 	struct fuse_session *se;
 	struct nodes nodes;
 	const char *mountpoint;
 	uid_t uid;
 	gid_t gid;
 	volatile int stopping;
+
+	pthread_mutex_t wait_lock; /* guards waits, polls, next_key */
+	struct wait_req *waits;
+	struct poll_req *polls;
+	uint64_t next_key;
+	uint64_t next_fh;
+
+	/* Invalidations are sent from their own thread: sending one from a
+	 * request handler can deadlock on a page the request holds. */
+	pthread_mutex_t note_lock;
+	pthread_cond_t note_cond;
+	struct run_note *notes, **notes_tail;
+	bool notes_stop;
+	pthread_t note_thread;
+	bool note_thread_started;
 };
 
 static struct mount *M(fuse_req_t req)
@@ -112,10 +156,11 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 	fuse_reply_none(req);
 }
 
-static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void start_wait(struct mount *m, fuse_req_t req, const char *id, size_t size, off_t off);
+
+/* Replies to a GETATTR of ino with its attributes now. */
+static void reply_attr(struct mount *m, fuse_req_t req, fuse_ino_t ino)
 {
-	(void)fi;
-	struct mount *m = M(req);
 	char path[4096];
 	int rc = nodes_path(&m->nodes, ino, path, sizeof path);
 	struct view_attr a;
@@ -133,15 +178,63 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_attr(req, &st, timeout_of(&a));
 }
 
-/* No open round trip (D7): answering ENOSYS once turns OPEN and OPENDIR off
- * for the connection; the kernel then keeps file and directory caches
- * until we invalidate them. */
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)fi;
+	reply_attr(M(req), req, ino);
+}
+
+/* Skill and configuration files: cached by the kernel until we invalidate
+ * them (keep_cache), no FLUSH on close, and a write open is refused here.
+ * Run files: direct I/O, so every read sees the run as it is now and a
+ * `wait` read can block whatever the size said, and a FLUSH on close
+ * (which starts a run when a prompt closes). */
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct mount *m = M(req);
+	char path[4096];
+	int rc = nodes_path(&m->nodes, ino, path, sizeof path);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	if (strncmp(path, "runs/", 5) == 0) {
+		/* O_TRUNC arrives here (atomic_o_trunc), not as a SETATTR. */
+		char id[RUN_ID_MAX + 1];
+		const char *name;
+		if (fi->flags & O_TRUNC) {
+			rc = m->runs && view_run_file(path, id, sizeof id, &name)
+				     ? runs_truncate(m->runs, id, name, 0)
+				     : -EACCES;
+			if (rc < 0) {
+				fuse_reply_err(req, -rc);
+				return;
+			}
+		}
+		fi->direct_io = 1;
+		fi->keep_cache = 0;
+		fi->fh = __atomic_add_fetch(&m->next_fh, 1, __ATOMIC_RELAXED);
+	} else {
+		if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+			fuse_reply_err(req, EACCES);
+			return;
+		}
+		fi->keep_cache = 1;
+		fi->noflush = 1;
+	}
+	fuse_reply_open(req, fi);
+}
+
+/* Directories need no open round trip: answering ENOSYS once turns
+ * OPENDIR off for the connection and lets the kernel cache listings until
+ * we invalidate them (D7). */
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
 	(void)fi;
 	fuse_reply_err(req, ENOSYS);
 }
+
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
@@ -152,6 +245,12 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	int rc = nodes_path(&m->nodes, ino, path, sizeof path);
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
+		return;
+	}
+	char id[RUN_ID_MAX + 1];
+	const char *name;
+	if (m->runs && view_run_file(path, id, sizeof id, &name) && strcmp(name, "wait") == 0) {
+		start_wait(m, req, id, size, off);
 		return;
 	}
 	char *buf = malloc(size ? size : 1);
@@ -255,41 +354,346 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 	do_readdir(req, ino, size, off, true);
 }
 
+/* A close: the run manager starts a run when a written prompt closes. */
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
 	(void)fi;
-	fuse_reply_err(req, 0);
+	struct mount *m = M(req);
+	char path[4096], id[RUN_ID_MAX + 1];
+	const char *name;
+	int rc = 0;
+	if (m->runs && nodes_path(&m->nodes, ino, path, sizeof path) == 0 &&
+	    view_run_file(path, id, sizeof id, &name))
+		rc = runs_flush(m->runs, id, name);
+	fuse_reply_err(req, rc < 0 ? -rc : 0);
 }
 
-/* Everything outside runs/ is read-only: refuse, never pretend. */
+/* ---- runs/<id>/wait: a read answered when the run settles (D8) ---- */
+
+static void reply_status(fuse_req_t req, const char *status, size_t size, off_t off)
+{
+	char text[64];
+	int n = snprintf(text, sizeof text, "%s\n", status);
+	size_t len = n < 0 ? 0 : (size_t)n;
+	if ((size_t)off >= len)
+		fuse_reply_buf(req, NULL, 0);
+	else
+		fuse_reply_buf(req, text + off, len - (size_t)off < size ? len - (size_t)off : size);
+}
+
+static struct wait_req *wait_take(struct mount *m, uint64_t key)
+{
+	for (struct wait_req **pp = &m->waits; *pp; pp = &(*pp)->next) {
+		if ((*pp)->key == key) {
+			struct wait_req *w = *pp;
+			*pp = w->next;
+			return w;
+		}
+	}
+	return NULL;
+}
+
+/* From the run manager (a worker thread, or shutdown). */
+static void wait_done(void *arg, int err, const char *status)
+{
+	struct mount *m = *(struct mount **)arg;
+	uint64_t key = ((uint64_t *)arg)[1];
+	free(arg);
+	pthread_mutex_lock(&m->wait_lock);
+	struct wait_req *w = wait_take(m, key);
+	pthread_mutex_unlock(&m->wait_lock);
+	if (!w)
+		return;
+	if (err)
+		fuse_reply_err(w->req, err);
+	else
+		reply_status(w->req, status, w->size, w->off);
+	free(w);
+}
+
+/* The reader was interrupted (a signal): release it at once. */
+static void wait_interrupted(fuse_req_t req, void *data)
+{
+	(void)req;
+	struct mount *m = fuse_req_userdata(req);
+	uint64_t key = (uint64_t)(uintptr_t)data;
+	pthread_mutex_lock(&m->wait_lock);
+	struct wait_req *w = NULL;
+	for (struct wait_req *p = m->waits; p; p = p->next)
+		if (p->key == key)
+			w = p;
+	if (w && runs_wait_cancel(m->runs, w->handle))
+		w = wait_take(m, key);
+	else
+		w = NULL; /* wait_done has it */
+	pthread_mutex_unlock(&m->wait_lock);
+	if (w) {
+		fuse_reply_err(w->req, EINTR);
+		free(w);
+	}
+}
+
+static void start_wait(struct mount *m, fuse_req_t req, const char *id, size_t size, off_t off)
+{
+	struct wait_req *w = calloc(1, sizeof *w);
+	void **arg = calloc(2, sizeof(uint64_t) > sizeof(void *) ? sizeof(uint64_t) : sizeof(void *));
+	if (!w || !arg) {
+		free(w);
+		free(arg);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	w->req = req;
+	w->size = size;
+	w->off = off;
+	pthread_mutex_lock(&m->wait_lock);
+	w->key = ++m->next_key;
+	w->next = m->waits;
+	m->waits = w;
+	arg[0] = m;
+	((uint64_t *)arg)[1] = w->key;
+	char status[64];
+	uint64_t handle = 0;
+	/* Registered under wait_lock: wait_done blocks on it until w->handle
+	 * is set. */
+	int rc = runs_wait(m->runs, id, wait_done, arg, status, sizeof status, &handle);
+	w->handle = handle;
+	if (rc != 1)
+		wait_take(m, w->key);
+	pthread_mutex_unlock(&m->wait_lock);
+	if (rc == 1) {
+		fuse_req_interrupt_func(req, wait_interrupted, (void *)(uintptr_t)w->key);
+		return;
+	}
+	free(arg);
+	free(w);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		reply_status(req, status, size, off);
+}
+
+/* ---- poll() on runs/<id>/status ---- */
+
+static void op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		    struct fuse_pollhandle *ph)
+{
+	(void)fi;
+	struct mount *m = M(req);
+	char path[4096], id[RUN_ID_MAX + 1];
+	const char *name;
+	unsigned revents = POLLIN | POLLRDNORM;
+	enum runstate st;
+	if (m->runs && ph && nodes_path(&m->nodes, ino, path, sizeof path) == 0 &&
+	    view_run_file(path, id, sizeof id, &name) && strcmp(name, "status") == 0 &&
+	    runs_state(m->runs, id, &st) == 0 && !runstate_is_settled(st)) {
+		/* Not settled: no event until the run's state changes. */
+		struct poll_req *p = calloc(1, sizeof *p);
+		if (p) {
+			snprintf(p->id, sizeof p->id, "%s", id);
+			p->ph = ph;
+			pthread_mutex_lock(&m->wait_lock);
+			p->next = m->polls;
+			m->polls = p;
+			pthread_mutex_unlock(&m->wait_lock);
+			ph = NULL;
+			revents = 0;
+		}
+	}
+	if (ph)
+		fuse_pollhandle_destroy(ph);
+	fuse_reply_poll(req, revents);
+}
+
+/* Wakes pollers of run id (or all, id NULL) so the kernel polls again. */
+static void wake_pollers(struct mount *m, const char *id)
+{
+	struct poll_req *woken = NULL;
+	pthread_mutex_lock(&m->wait_lock);
+	for (struct poll_req **pp = &m->polls; *pp;) {
+		struct poll_req *p = *pp;
+		if (!id || strcmp(p->id, id) == 0) {
+			*pp = p->next;
+			p->next = woken;
+			woken = p;
+		} else {
+			pp = &p->next;
+		}
+	}
+	pthread_mutex_unlock(&m->wait_lock);
+	while (woken) {
+		struct poll_req *next = woken->next;
+		if (!m->stopping)
+			fuse_lowlevel_notify_poll(woken->ph);
+		fuse_pollhandle_destroy(woken->ph);
+		free(woken);
+		woken = next;
+	}
+}
+
+/* Drops what the kernel caches of run id and wakes its pollers. */
+static void apply_run_note(struct mount *m, const char *id, bool created, bool removed,
+			   bool state_changed)
+{
+	char path[4096];
+	uint64_t runs_ino = nodes_find(&m->nodes, "runs");
+	if ((created || removed) && runs_ino) {
+		fuse_lowlevel_notify_inval_inode(m->se, runs_ino, 0, 0);
+		uint64_t new_ino = nodes_find(&m->nodes, "runs/new");
+		if (new_ino)
+			fuse_lowlevel_notify_inval_inode(m->se, new_ino, 0, 0);
+	}
+	static const char *const files[] = {
+		"", "allowed-tools", "config", "ctl", "error", "events", "info.json", "input",
+		"messages.json", "pending", "prompt", "result", "skills", "status", "subagents",
+		"transcript", "wait",
+	};
+	for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+		snprintf(path, sizeof path, "runs/%s%s%s", id, files[i][0] ? "/" : "", files[i]);
+		uint64_t ino = nodes_find(&m->nodes, path);
+		if (ino)
+			fuse_lowlevel_notify_inval_inode(m->se, ino, 0, 0);
+	}
+	if (removed && runs_ino)
+		fuse_lowlevel_notify_inval_entry(m->se, runs_ino, id, strlen(id));
+	if (state_changed || removed)
+		wake_pollers(m, id);
+}
+
+static void *note_main(void *arg)
+{
+	struct mount *m = arg;
+	pthread_mutex_lock(&m->note_lock);
+	for (;;) {
+		while (!m->notes && !m->notes_stop)
+			pthread_cond_wait(&m->note_cond, &m->note_lock);
+		if (!m->notes)
+			break;
+		struct run_note *n = m->notes;
+		m->notes = n->next;
+		if (!m->notes)
+			m->notes_tail = &m->notes;
+		pthread_mutex_unlock(&m->note_lock);
+		if (!m->stopping)
+			apply_run_note(m, n->id, n->created, n->removed, n->state_changed);
+		free(n);
+		pthread_mutex_lock(&m->note_lock);
+	}
+	pthread_mutex_unlock(&m->note_lock);
+	return NULL;
+}
+
+/* The run manager says run id changed (possibly from inside a request
+ * handler): queue it for the notifier thread. */
+static void on_run_change(void *arg, const char *id, bool created, bool removed,
+			  bool state_changed)
+{
+	struct mount *m = arg;
+	if (m->stopping)
+		return;
+	struct run_note *n = calloc(1, sizeof *n);
+	if (!n)
+		return; /* the kernel cache then expires on its own (runs/ has timeout 0) */
+	snprintf(n->id, sizeof n->id, "%s", id);
+	n->created = created;
+	n->removed = removed;
+	n->state_changed = state_changed;
+	pthread_mutex_lock(&m->note_lock);
+	*m->notes_tail = n;
+	m->notes_tail = &n->next;
+	pthread_cond_signal(&m->note_cond);
+	pthread_mutex_unlock(&m->note_lock);
+}
+
+static void notes_stop(struct mount *m)
+{
+	if (!m->note_thread_started)
+		return;
+	pthread_mutex_lock(&m->note_lock);
+	m->notes_stop = true;
+	pthread_cond_signal(&m->note_cond);
+	pthread_mutex_unlock(&m->note_lock);
+	pthread_join(m->note_thread, NULL);
+	m->note_thread_started = false;
+}
+
+/* Everything outside runs/ is read-only: refuse, never pretend. Inside a
+ * run, only its writable files take writes; the run manager validates
+ * them at once (D9). */
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
-	(void)ino;
-	(void)attr;
-	(void)to_set;
 	(void)fi;
-	fuse_reply_err(req, EACCES);
+	struct mount *m = M(req);
+	char path[4096], id[RUN_ID_MAX + 1];
+	const char *name;
+	int rc = nodes_path(&m->nodes, ino, path, sizeof path);
+	if (rc == 0 && (!m->runs || !view_run_file(path, id, sizeof id, &name)))
+		rc = -EACCES;
+	if (rc == 0 && (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
+		rc = -EACCES;
+	if (rc == 0 && (to_set & FUSE_SET_ATTR_SIZE))
+		rc = runs_truncate(m->runs, id, name, attr->st_size);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	/* Times on a writable run file (touch) are accepted and not kept. */
+	op_getattr(req, ino, NULL);
 }
 
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
-	(void)ino;
-	(void)buf;
-	(void)size;
-	(void)off;
 	(void)fi;
-	fuse_reply_err(req, EACCES);
+	struct mount *m = M(req);
+	char path[4096], id[RUN_ID_MAX + 1];
+	const char *name;
+	ssize_t rc = nodes_path(&m->nodes, ino, path, sizeof path);
+	if (rc == 0 && (!m->runs || !view_run_file(path, id, sizeof id, &name)))
+		rc = -EACCES;
+	if (rc == 0)
+		rc = runs_write(m->runs, id, name, buf, size, off);
+	if (rc < 0)
+		fuse_reply_err(req, (int)-rc);
+	else
+		fuse_reply_write(req, (size_t)rc);
+}
+
+/* The parent directory is runs/: the only place a directory can be made
+ * or removed. */
+static bool in_runs_dir(struct mount *m, fuse_ino_t parent)
+{
+	char path[4096];
+	return m->runs && nodes_path(&m->nodes, parent, path, sizeof path) == 0 &&
+	       strcmp(path, "runs") == 0;
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-	(void)parent;
-	(void)name;
 	(void)mode;
-	fuse_reply_err(req, EACCES);
+	struct mount *m = M(req);
+	if (!in_runs_dir(m, parent)) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	int rc = runs_create(m->runs, name);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	op_lookup(req, parent, name);
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct mount *m = M(req);
+	if (!in_runs_dir(m, parent)) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	int rc = runs_remove(m->runs, name);
+	fuse_reply_err(req, rc < 0 ? -rc : 0);
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -375,7 +779,7 @@ static const struct fuse_lowlevel_ops ops = {
 	.getattr = op_getattr,
 	.setattr = op_setattr,
 	.open = op_open,
-	.opendir = op_open,
+	.opendir = op_opendir,
 	.read = op_read,
 	.write = op_write,
 	.flush = op_flush,
@@ -385,7 +789,8 @@ static const struct fuse_lowlevel_ops ops = {
 	.mknod = op_mknod,
 	.create = op_create,
 	.unlink = op_unlink,
-	.rmdir = op_unlink,
+	.rmdir = op_rmdir,
+	.poll = op_poll,
 	.rename = op_rename,
 	.link = op_link,
 	.symlink = op_symlink,
@@ -473,6 +878,17 @@ static void on_change(void *ctx, const struct snapshot *old, const struct snapsh
 
 /* ---- signals and the loop ---- */
 
+/* Sends the session one request of our own, so a worker blocked in read()
+ * sees the exit flag (libfuse 3.14 does not wake the loop). Detached: if
+ * the loop has already ended, the request fails when the connection goes. */
+static void *wake_main(void *arg)
+{
+	struct stat st;
+	stat(arg, &st);
+	free(arg);
+	return NULL;
+}
+
 static void *signal_main(void *arg)
 {
 	struct mount *m = arg;
@@ -487,14 +903,19 @@ static void *signal_main(void *arg)
 	if (sig == SIGUSR1)
 		return NULL; /* the loop ended on its own (unmounted) */
 	m->stopping = 1;
+	/* D10: every pending wait gets EINTR now, before the loop ends. */
+	runs_stop(m->runs);
 	fuse_session_exit(m->se);
-	/* libfuse 3.14 does not wake a loop blocked in read(): send it one
-	 * request of our own so a worker sees the exit flag. */
-	char wake[4096];
-	if (snprintf(wake, sizeof wake, "%s/.skillfs-stop", m->mountpoint) < (int)sizeof wake) {
-		struct stat st;
-		stat(wake, &st);
-	}
+	char *wake = NULL;
+	pthread_t t;
+	pthread_attr_t attr;
+	if (asprintf(&wake, "%s/.skillfs-stop", m->mountpoint) < 0)
+		return NULL;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &attr, wake_main, wake) != 0)
+		free(wake);
+	pthread_attr_destroy(&attr);
 	return NULL;
 }
 
@@ -506,6 +927,10 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 	m.mountpoint = opt->mountpoint;
 	m.uid = getuid();
 	m.gid = getgid();
+	pthread_mutex_init(&m.wait_lock, NULL);
+	pthread_mutex_init(&m.note_lock, NULL);
+	pthread_cond_init(&m.note_cond, NULL);
+	m.notes_tail = &m.notes;
 	if (nodes_init(&m.nodes) < 0) {
 		fprintf(stderr, "skillfs: out of memory\n");
 		return 1;
@@ -522,6 +947,18 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 		return 1;
 	}
 	int status = 1;
+	/* The run database must open before we detach (errors are still seen),
+	 * but it is used only after the fork: SQLite connections do not cross
+	 * fork(), and neither do threads. */
+	char *err = NULL;
+	if (engine_start_runs(e, opt->state_path, &err) < 0) {
+		fprintf(stderr, "skillfs: %s\n", err ? err : "cannot open the run database");
+		free(err);
+		fuse_opt_free_args(&args);
+		nodes_destroy(&m.nodes);
+		return 1;
+	}
+	engine_stop_runs(e);
 	m.se = fuse_session_new(&args, &ops, sizeof ops, &m);
 	fuse_opt_free_args(&args);
 	if (!m.se)
@@ -545,6 +982,18 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 		fprintf(stderr, "skillfs: cannot start the signal thread\n");
 		goto out_unmount;
 	}
+	if (engine_start_runs(e, opt->state_path, &err) < 0) {
+		fprintf(stderr, "skillfs: %s\n", err ? err : "cannot open the run database");
+		free(err);
+		m.stopping = 1;
+		pthread_kill(sig_thread, SIGUSR1);
+		pthread_join(sig_thread, NULL);
+		goto out_unmount;
+	}
+	m.runs = engine_runs(e);
+	if (pthread_create(&m.note_thread, NULL, note_main, &m) == 0)
+		m.note_thread_started = true;
+	runs_set_change_fn(m.runs, on_run_change, &m);
 	if (engine_watch(e, on_change, &m) < 0)
 		fprintf(stderr, "skillfs: warning: not following changes on disk: %s\n",
 			strerror(errno));
@@ -560,6 +1009,10 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 	}
 	m.stopping = 1;
 	engine_unwatch(e);
+	/* Workers finish their current step; runs stay resumable. */
+	engine_stop_runs(e);
+	notes_stop(&m);
+	wake_pollers(&m, NULL);
 	pthread_kill(sig_thread, SIGUSR1);
 	pthread_join(sig_thread, NULL);
 out_unmount:

@@ -13,6 +13,7 @@ struct mount_options {
 	bool foreground;
 	bool debug;
 	const char *fuse_opts; /* extra -o options, comma separated, or NULL */
+	const char *state_path; /* the run database; NULL = the default */
 };
 
 /* Mounts, serves requests until unmounted or signalled (SIGINT, SIGTERM,

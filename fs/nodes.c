@@ -161,6 +161,19 @@ out:
 	return ino;
 }
 
+uint64_t nodes_find(struct nodes *t, const char *path)
+{
+	uint64_t ino = 0;
+	pthread_mutex_lock(&t->lock);
+	for (struct node *n = t->by_path[slot_path(t, path)]; n; n = n->next_path)
+		if (strcmp(n->path, path) == 0) {
+			ino = n->ino;
+			break;
+		}
+	pthread_mutex_unlock(&t->lock);
+	return ino;
+}
+
 static void unlink_chain(struct node **head, struct node *n, bool by_path)
 {
 	for (struct node **pp = head; *pp; pp = by_path ? &(*pp)->next_path : &(*pp)->next_ino) {

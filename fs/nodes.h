@@ -45,6 +45,9 @@ int nodes_path(struct nodes *t, uint64_t ino, char *buf, size_t size);
 uint64_t nodes_lookup(struct nodes *t, uint64_t parent, const char *parent_path,
 		      const char *name);
 
+/* The inode of a path the kernel knows, or 0. */
+uint64_t nodes_find(struct nodes *t, const char *path);
+
 /* Drops n lookups of ino; frees it at zero. */
 void nodes_forget(struct nodes *t, uint64_t ino, uint64_t n);
 

@@ -115,6 +115,11 @@ wait_for() {
 	"$@"
 }
 
+# file_is FILE TEXT: the file's content (without trailing newlines) is TEXT.
+file_is() {
+	[ "$(cat "$1" 2>/dev/null)" = "$2" ]
+}
+
 run_tests() {
 	local t
 	for t in $(declare -F | awk '{print $3}' | grep '^test_'); do

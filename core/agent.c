@@ -1,0 +1,1461 @@
+/* agent: the agent loop of one run. See agent.h.
+ *
+ * One loop (chat_loop) drives any chat, the main agent's or a sub-agent's:
+ * it looks at the chat's last committed message and takes the next step
+ * (answer the first unanswered tool call, or call the model), committing
+ * each step before the next. Every commit goes through a compare-and-set
+ * move running -> running, so a run that someone else moved (cancelled,
+ * failed) stops the loop at the next step. */
+#include "agent.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "mode.h"
+#include "tools.h"
+
+#define SKILL_RUN_PREFIX "/skill:run:"
+#define ARGS_EXCERPT_MAX 500       /* arguments in events */
+#define TX_SYSTEM_MAX 240          /* transcript: system prompts */
+#define TX_ARGS_MAX 500            /* transcript: call arguments */
+#define TX_RESULT_MAX 1000         /* transcript: tool results */
+
+/* What one step (or a whole chat) ended with. */
+enum step {
+	STEP_ERR = -1,     /* store or memory failure: agent.err says why */
+	STEP_OK = 0,       /* committed; go on */
+	STEP_DONE,         /* the chat has its final answer (chat.final) */
+	STEP_FAIL,         /* the chat failed (chat.error) */
+	STEP_WAIT_APPROVAL,/* the run moved to waiting_for_approval */
+	STEP_WAIT_INPUT,   /* the run moved to waiting_for_input */
+	STEP_CANCEL,       /* cancellation was requested */
+	STEP_STOP,         /* the daemon is stopping: leave the run as it is */
+	STEP_GONE,         /* the run left state running under us */
+};
+
+struct agent {
+	const struct agent_env *env;
+	const char *run_id;
+	json_t *usage; /* the run's token usage so far, summed; or NULL */
+	char *err;     /* why STEP_ERR */
+};
+
+struct chat {
+	struct agent *a;
+	const char *id;
+	bool is_main;
+	const char *skill;    /* a sub-agent's skill; NULL for the main chat */
+	struct strlist tools; /* the tools of this chat (lower-case) */
+	json_t *schemas;      /* what the model is offered; NULL: nothing (R3) */
+	json_t *msgs;         /* the chat's committed messages */
+	char *final;          /* STEP_DONE */
+	char *error;          /* STEP_FAIL */
+};
+
+/* ---- small helpers ------------------------------------------------------- */
+
+/* Records why the run cannot go on (msg, malloc'd, taken; NULL: from the
+ * errno value rc) and returns STEP_ERR. */
+static int fail_err(struct agent *a, int rc, char *msg)
+{
+	free(a->err);
+	if (msg)
+		a->err = msg;
+	else if (rc == -ENOMEM)
+		a->err = strdup("agent: out of memory");
+	else
+		a->err = model_strdupf("store error: %s", strerror(rc < 0 ? -rc : rc));
+	return STEP_ERR;
+}
+
+static int oom(struct agent *a)
+{
+	return fail_err(a, -ENOMEM, NULL);
+}
+
+static bool is_cancelled(const struct agent *a)
+{
+	return a->env->cancelled && a->env->cancelled(a->env->cancel_arg);
+}
+
+/* STEP_CANCEL or STEP_STOP when the run is to be interrupted (a cancel
+ * wins, so it is recorded), else STEP_OK. */
+static int interruption(const struct agent *a)
+{
+	if (is_cancelled(a))
+		return STEP_CANCEL;
+	if (a->env->stopping && a->env->stopping(a->env->stopping_arg))
+		return STEP_STOP;
+	return STEP_OK;
+}
+
+/* The poll given to model and tool calls: cancelled or stopping. */
+static bool interrupted(void *arg)
+{
+	return interruption(arg) != STEP_OK;
+}
+
+static void progress(const struct agent *a)
+{
+	if (a->env->progress)
+		a->env->progress(a->env->progress_arg, a->run_id);
+}
+
+static const char *role_of(const json_t *msg)
+{
+	const char *r = json_string_value(json_object_get(msg, "role"));
+	return r ? r : "";
+}
+
+static bool str_eq(const char *x, const char *y)
+{
+	return x && y && strcmp(x, y) == 0;
+}
+
+/* A malloc'd lower-case copy of s (NULL counts as ""). */
+static char *lower_dup(const char *s)
+{
+	char *d = strdup(s ? s : "");
+	for (char *p = d; p && *p; p++)
+		*p = (char)tolower((unsigned char)*p);
+	return d;
+}
+
+/* Appends body with every $ARGUMENTS replaced by args (R11); when there is
+ * no placeholder and append is set, "ARGUMENTS: <args>" is appended after a
+ * blank line (nothing when args is empty). */
+static int expand_arguments(struct buf *out, const char *body,
+			    const char *args, bool append)
+{
+	static const char ph[] = "$ARGUMENTS";
+	const char *p = body ? body : "", *q;
+	bool found = false;
+	int rc = 0;
+	while (rc == 0 && (q = strstr(p, ph))) {
+		rc = buf_append(out, p, (size_t)(q - p));
+		if (rc == 0)
+			rc = buf_puts(out, args ? args : "");
+		p = q + sizeof ph - 1;
+		found = true;
+	}
+	if (rc == 0)
+		rc = buf_puts(out, p);
+	if (rc == 0 && !found && append && args && *args)
+		rc = buf_printf(out, "%sARGUMENTS: %s",
+				!body || !*body ? ""
+				: body[strlen(body) - 1] == '\n' ? "\n" : "\n\n",
+				args);
+	if (rc == 0 && !out->data)
+		rc = buf_puts(out, "");
+	return rc;
+}
+
+/* Text of a JSON value given as the arguments of a skill: a string as is,
+ * null or absent as NULL, anything else as compact JSON. *ok false on
+ * ENOMEM. */
+static char *arguments_text(const json_t *v, bool *ok)
+{
+	*ok = true;
+	if (!v || json_is_null(v))
+		return NULL;
+	char *s = json_is_string(v) ? strdup(json_string_value(v))
+				    : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	if (!s)
+		*ok = false;
+	return s;
+}
+
+/* Sums usage u into a copy of sum: integers and reals add up, objects
+ * recurse, anything else takes the newer value. New reference or NULL. */
+static json_t *usage_add(const json_t *sum, json_t *u)
+{
+	json_t *out = json_is_object(sum) ? json_deep_copy(sum) : json_object();
+	if (!out || !json_is_object(u))
+		return out;
+	const char *k;
+	json_t *v;
+	json_object_foreach(u, k, v) {
+		json_t *old = json_object_get(out, k), *nv;
+		if (json_is_integer(v) && json_is_integer(old))
+			nv = json_integer(json_integer_value(old) +
+					  json_integer_value(v));
+		else if (json_is_number(v) && json_is_number(old))
+			nv = json_real(json_number_value(old) + json_number_value(v));
+		else if (json_is_object(v))
+			nv = usage_add(old, v);
+		else
+			nv = json_deep_copy(v);
+		if (!nv || json_object_set_new(out, k, nv) < 0) {
+			json_decref(out);
+			return NULL;
+		}
+	}
+	return out;
+}
+
+/* An event in the run's log; data is stolen (NULL from a failed json_pack
+ * means ENOMEM). */
+static int log_event(struct agent *a, const char *type, json_t *data)
+{
+	if (!data)
+		return oom(a);
+	char *err = NULL;
+	int rc = store_event_append(a->env->store, a->run_id, type, data, NULL, &err);
+	json_decref(data);
+	if (rc < 0)
+		return fail_err(a, rc, err);
+	progress(a);
+	return STEP_OK;
+}
+
+/* Applies ch to the run, which must still be running (running -> running,
+ * compare and set). */
+static int commit(struct agent *a, const struct run_change *ch)
+{
+	char *err = NULL;
+	int rc = store_run_transition(a->env->store, a->run_id, RUNSTATE_RUNNING,
+				      RUNSTATE_RUNNING, ch, &err);
+	if (rc == -EBUSY) {
+		free(err);
+		return STEP_GONE;
+	}
+	if (rc < 0)
+		return fail_err(a, rc, err);
+	progress(a);
+	return STEP_OK;
+}
+
+/* Moves the run from running to `to` with ch; STEP_GONE when it is no
+ * longer running. */
+static int move(struct agent *a, enum runstate to, const struct run_change *ch)
+{
+	char *err = NULL;
+	int rc = store_run_transition(a->env->store, a->run_id, RUNSTATE_RUNNING,
+				      to, ch, &err);
+	if (rc == -EBUSY) {
+		free(err);
+		return STEP_GONE;
+	}
+	if (rc < 0)
+		return fail_err(a, rc, err);
+	progress(a);
+	return STEP_OK;
+}
+
+/* Commits msg (stolen) to the chat, with extra changes to the run (may be
+ * NULL), and keeps the in-memory copy in step. */
+static int chat_append(struct chat *c, json_t *msg, const struct run_change *extra)
+{
+	if (!msg)
+		return oom(c->a);
+	struct run_change ch = extra ? *extra : (struct run_change){0};
+	ch.msg_chat = c->id;
+	ch.msg = msg;
+	int rc = commit(c->a, &ch);
+	if (rc == STEP_OK && json_array_append(c->msgs, msg) < 0)
+		rc = oom(c->a);
+	json_decref(msg);
+	return rc;
+}
+
+static int append_text(struct chat *c, const char *role, const char *text)
+{
+	return chat_append(c, json_pack("{s:s, s:s}", "role", role,
+					"content", text ? text : ""), NULL);
+}
+
+static void chat_free(struct chat *c)
+{
+	strlist_free(&c->tools);
+	json_decref(c->schemas);
+	json_decref(c->msgs);
+	free(c->final);
+	free(c->error);
+	c->schemas = c->msgs = NULL;
+	c->final = c->error = NULL;
+}
+
+/* Offers the tools of c (c->tools must be set): NULL when there are none. */
+static int chat_set_schemas(struct chat *c)
+{
+	if (c->tools.n == 0)
+		return STEP_OK;
+	c->schemas = tools_schemas(&c->tools);
+	if (!c->schemas)
+		return oom(c->a);
+	if (json_array_size(c->schemas) == 0) {
+		json_decref(c->schemas);
+		c->schemas = NULL;
+	}
+	return STEP_OK;
+}
+
+static int chat_load(struct chat *c)
+{
+	char *err = NULL;
+	int rc = store_messages(c->a->env->store, c->a->run_id, c->id, &c->msgs, &err);
+	if (rc < 0)
+		return fail_err(c->a, rc, err);
+	return STEP_OK;
+}
+
+/* ---- skills -------------------------------------------------------------- */
+
+/* The catalogue entry of a skill that may run, or NULL with *why set to a
+ * malloc'd reason (NULL on ENOMEM: then *nomem). */
+static const struct catalog_entry *usable_skill(const struct agent *a,
+						const char *name, char **why)
+{
+	const struct catalog_entry *e = catalog_find(a->env->catalog, name);
+	*why = NULL;
+	if (!e || !e->skill)
+		*why = model_strdupf("no skill named '%s'", name);
+	else if (!e->skill->valid)
+		*why = model_strdupf("skill '%s' is invalid: %s", name,
+				     e->skill->error ? e->skill->error : "parse error");
+	else if (e->disabled)
+		*why = model_strdupf("skill '%s' is disabled", name);
+	else if (e->trust < a->env->config->min_trust)
+		*why = model_strdupf("skill '%s' is below the trust floor %s",
+				     name, trust_name(a->env->config->min_trust));
+	else
+		return e;
+	return NULL;
+}
+
+/* The system prompt of a sub-agent (R12): the skill body (with $ARGUMENTS
+ * replaced by the task) and the bodies of its sub-skills, each once. */
+static int subagent_system(const struct agent *a, const struct catalog_entry *e,
+			   const char *task, struct buf *out)
+{
+	const struct skill *s = e->skill;
+	struct strlist seen = {0};
+	int rc = buf_printf(out,
+		"You are a sub-agent running the skill '%s' on the task in the "
+		"user's message. Your final reply is returned to the agent that "
+		"called you.\n\n", s->name);
+	if (rc == 0)
+		rc = expand_arguments(out, s->body, task, false);
+	if (rc == 0)
+		rc = strlist_add(&seen, s->name);
+	size_t nsubs = s->nsubs + e->nref_subs;
+	for (size_t i = 0; rc == 0 && i < nsubs; i++) {
+		const struct skill *sub;
+		if (i < s->nsubs)
+			sub = s->subs[i];
+		else if (e->ref_subs[i - s->nsubs] < a->env->catalog->n)
+			sub = a->env->catalog->entries[e->ref_subs[i - s->nsubs]].skill;
+		else
+			continue;
+		if (!sub || !sub->valid || strlist_has(&seen, sub->name))
+			continue;
+		rc = strlist_add(&seen, sub->name);
+		if (rc == 0)
+			rc = buf_printf(out, "\n\n## Sub-skill: %s\n\n%s", sub->name,
+					sub->body ? sub->body : "");
+	}
+	strlist_free(&seen);
+	return rc;
+}
+
+/* Sub-agent announcements (events "subagent_started"), one JSON object per
+ * element: {chat_id, skill, parent_chat, parent_seq, call_id?}. */
+static int subagent_events(struct store *st, const char *run_id, json_t **out,
+			   char **err)
+{
+	struct buf text = {0};
+	int rc = store_events_text(st, run_id, &text, err);
+	*out = json_array();
+	if (!*out)
+		rc = rc < 0 ? rc : -ENOMEM;
+	for (char *p = text.data; rc == 0 && p && *p;) {
+		char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		json_t *ev = json_loadb(p, len, 0, NULL);
+		if (ev && str_eq(json_string_value(json_object_get(ev, "type")),
+				 "subagent_started") &&
+		    json_string_value(json_object_get(ev, "chat_id")) &&
+		    json_array_append(*out, ev) < 0)
+			rc = -ENOMEM;
+		json_decref(ev);
+		p = nl ? nl + 1 : p + len;
+	}
+	buf_free(&text);
+	if (rc < 0) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+/* Whether event ev announces the sub-agent of (parent, seq, call_id). */
+static bool subagent_matches(const json_t *ev, const char *parent,
+			     json_int_t seq, const char *call_id)
+{
+	const char *cid = json_string_value(json_object_get(ev, "call_id"));
+	return str_eq(json_string_value(json_object_get(ev, "parent_chat")), parent) &&
+	       json_integer_value(json_object_get(ev, "parent_seq")) == seq &&
+	       (call_id ? str_eq(cid, call_id) : cid == NULL);
+}
+
+static int chat_loop(struct chat *c);
+
+/* Runs skill e as a sub-agent of chat `parent` for the call call_id of its
+ * message parent_seq (0 and NULL: a /skill:run: prompt), or resumes the
+ * one already started for it. On STEP_OK *result is the answer (or why it
+ * failed, *failed set). */
+static int run_subagent(struct agent *a, const char *parent, json_int_t parent_seq,
+			const char *call_id, const struct catalog_entry *e,
+			const char *task, char **result, bool *failed)
+{
+	struct store *st = a->env->store;
+	const char *name = e->skill->name;
+	char *err = NULL, *chat_id = NULL;
+	json_t *evs = NULL;
+	struct chat_row *rows = NULL;
+	size_t nrows = 0;
+	int rc = subagent_events(st, a->run_id, &evs, &err);
+	if (rc < 0)
+		return fail_err(a, rc, err);
+	size_t i;
+	json_t *ev;
+	json_array_foreach(evs, i, ev) {
+		if (subagent_matches(ev, parent, parent_seq, call_id)) {
+			chat_id = strdup(json_string_value(json_object_get(ev, "chat_id")));
+			if (!chat_id)
+				goto nomem;
+			break;
+		}
+	}
+	rc = store_chats(st, a->run_id, &rows, &nrows, &err);
+	if (rc < 0) {
+		rc = fail_err(a, rc, err);
+		goto out;
+	}
+	if (!chat_id) {
+		/* A new sub-agent: announce it first, so a crash before its
+		 * chat exists still finds it (R12, R16). */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		long long ns = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+		for (bool taken = true; taken; ns++) {
+			free(chat_id);
+			chat_id = model_strdupf("skill-%s-%lld", name, ns);
+			if (!chat_id)
+				goto nomem;
+			taken = false;
+			for (size_t k = 0; k < nrows; k++)
+				taken = taken || str_eq(rows[k].chat_id, chat_id);
+		}
+		rc = log_event(a, "subagent_started",
+			       json_pack("{s:s, s:s, s:s, s:I, s:s*}", "chat_id", chat_id,
+					 "skill", name, "parent_chat", parent,
+					 "parent_seq", parent_seq, "call_id", call_id));
+		if (rc == STEP_OK) {
+			char *note = model_strdupf("Running skill '%s' in sub-agent...", name);
+			rc = note ? log_event(a, "note", json_pack("{s:s, s:s}", "text", note,
+								    "chat_id", chat_id))
+				  : oom(a);
+			free(note);
+		}
+		if (rc != STEP_OK)
+			goto out;
+	}
+	const struct chat_row *row = NULL;
+	for (size_t k = 0; k < nrows; k++)
+		if (str_eq(rows[k].chat_id, chat_id))
+			row = &rows[k];
+	if (row && runstate_is_terminal(row->state)) {
+		/* Finished before a crash kept its result from the caller. */
+		*failed = row->state != RUNSTATE_COMPLETED;
+		*result = *failed ? model_strdupf("error: skill '%s' failed in its "
+						  "sub-agent: %s", name,
+						  row->result ? row->result : "(no reason kept)")
+				  : strdup(row->result ? row->result : "");
+		rc = *result ? STEP_OK : oom(a);
+		goto out;
+	}
+	if (!row) {
+		rc = store_chat_create(st, a->run_id, chat_id, parent, name, &err);
+		if (rc < 0 && rc != -EEXIST) {
+			rc = fail_err(a, rc, err);
+			goto out;
+		}
+		free(err);
+		err = NULL;
+	}
+
+	struct chat sc = {.a = a, .id = chat_id, .skill = name};
+	rc = mode_subagent_tools(e->skill, &a->env->config->registered_tools,
+				 a->env->have_python, a->env->allow, &sc.tools) < 0
+		     ? oom(a) : STEP_OK;
+	if (rc == STEP_OK)
+		rc = chat_set_schemas(&sc);
+	if (rc == STEP_OK)
+		rc = chat_load(&sc);
+	if (rc == STEP_OK && json_array_size(sc.msgs) == 0) {
+		struct buf sys = {0};
+		rc = subagent_system(a, e, task, &sys) < 0 ? oom(a) : STEP_OK;
+		if (rc == STEP_OK)
+			rc = append_text(&sc, "system", sys.data);
+		buf_free(&sys);
+	}
+	if (rc == STEP_OK && json_array_size(sc.msgs) == 1)
+		rc = append_text(&sc, "user", task && *task ? task : "Run the skill.");
+	if (rc == STEP_OK)
+		rc = chat_loop(&sc);
+
+	enum runstate end = RUNSTATE_RUNNING;
+	const char *end_text = NULL;
+	if (rc == STEP_DONE) {
+		end = RUNSTATE_COMPLETED;
+		end_text = sc.final;
+		*failed = false;
+		*result = strdup(sc.final);
+	} else if (rc == STEP_FAIL) {
+		end = RUNSTATE_FAILED;
+		end_text = sc.error;
+		*failed = true;
+		*result = model_strdupf("error: skill '%s' failed in its sub-agent: %s",
+					name, sc.error);
+	} else if (rc == STEP_CANCEL) {
+		end = RUNSTATE_CANCELLED;
+	} else if (rc == STEP_GONE) {
+		/* The run ended under us (cancelled, failed): so does the chat. */
+		enum runstate rs;
+		if (store_run_state(st, a->run_id, &rs, &err) == 0 &&
+		    runstate_is_terminal(rs))
+			end = rs == RUNSTATE_CANCELLED ? RUNSTATE_CANCELLED
+						       : RUNSTATE_FAILED;
+		free(err);
+		err = NULL;
+	}
+	if (end != RUNSTATE_RUNNING) {
+		int src = store_chat_transition(st, a->run_id, chat_id, end, end_text, &err);
+		if (src < 0) {
+			rc = fail_err(a, src, err);
+		} else {
+			progress(a);
+			int erc = log_event(a, "subagent_finished",
+					    json_pack("{s:s, s:s, s:s}", "chat_id", chat_id,
+						      "skill", name, "state", runstate_name(end)));
+			if (erc != STEP_OK)
+				rc = erc;
+			else if (rc == STEP_DONE || rc == STEP_FAIL)
+				rc = *result ? STEP_OK : oom(a);
+		}
+	}
+	chat_free(&sc);
+out:
+	json_decref(evs);
+	chat_rows_free(rows, nrows);
+	free(chat_id);
+	return rc;
+nomem:
+	rc = oom(a);
+	goto out;
+}
+
+/* ---- tool calls ---------------------------------------------------------- */
+
+/* The result of one call, as it will be committed. */
+struct call_result {
+	struct buf text;
+	bool is_error;
+	bool done;     /* set by result_set: the call has its result */
+	bool consumed; /* the person's input was used: clear pending and input */
+};
+
+static int result_set(struct agent *a, struct call_result *r, bool is_error,
+		      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static int result_set(struct agent *a, struct call_result *r, bool is_error,
+		      const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	buf_free(&r->text);
+	int rc = buf_vprintf(&r->text, fmt, ap);
+	va_end(ap);
+	r->is_error = is_error;
+	r->done = true;
+	return rc < 0 ? oom(a) : STEP_OK;
+}
+
+/* R5, second enforcement: the tool is one of the chat's tools and the
+ * run's allow-list permits this very call (D3 patterns). */
+static bool chat_permits(const struct chat *c, const char *tool,
+			 const char *command, const char **reason)
+{
+	const struct grants *g = c->a->env->allow;
+	if (!strlist_has(&c->tools, tool) || !grants_has(g, tool)) {
+		*reason = c->is_main || !grants_has(g, tool)
+				  ? "it is not on this run's allow-list"
+				  : "it is not one of this sub-agent's tools";
+		return false;
+	}
+	if (!grants_permits(g, tool, command)) {
+		*reason = "the command is not admitted by the patterns this run "
+			  "grants for it";
+		return false;
+	}
+	return true;
+}
+
+/* Whether pending describes the call call_id of chat chat_id, of kind
+ * (NULL: any kind). */
+static bool pending_is(const json_t *pending, const char *kind,
+		       const char *chat_id, const char *call_id)
+{
+	return json_is_object(pending) &&
+	       (!kind || str_eq(json_string_value(json_object_get(pending, "kind")), kind)) &&
+	       str_eq(json_string_value(json_object_get(pending, "chat_id")), chat_id) &&
+	       str_eq(json_string_value(json_object_get(pending, "call_id")), call_id);
+}
+
+/* The person's input for the call, when the run row holds one for it:
+ * *input malloc'd, or NULL when the run must wait. With kind NULL, *input
+ * is "" (not NULL) when pending names the call at all. */
+static int input_for(struct chat *c, const char *kind, const char *call_id,
+		     char **input)
+{
+	struct run_row row;
+	char *err = NULL;
+	*input = NULL;
+	int rc = store_run_get(c->a->env->store, c->a->run_id, &row, &err);
+	if (rc < 0)
+		return fail_err(c->a, rc, err);
+	if (!kind && pending_is(row.pending, NULL, c->id, call_id)) {
+		*input = strdup("");
+		if (!*input)
+			rc = -ENOMEM;
+	} else if (kind && pending_is(row.pending, kind, c->id, call_id) &&
+		   row.input && *row.input) {
+		*input = strdup(row.input);
+		if (!*input)
+			rc = -ENOMEM;
+	}
+	run_row_free(&row);
+	return rc < 0 ? oom(c->a) : STEP_OK;
+}
+
+/* Pauses the run for a person: pending (stolen) describes why. */
+static int wait_for(struct chat *c, enum runstate to, json_t *pending)
+{
+	if (!pending)
+		return oom(c->a);
+	struct run_change ch = {.pending = pending, .input = ""};
+	int rc = move(c->a, to, &ch);
+	json_decref(pending);
+	if (rc != STEP_OK)
+		return rc;
+	return to == RUNSTATE_WAITING_FOR_APPROVAL ? STEP_WAIT_APPROVAL : STEP_WAIT_INPUT;
+}
+
+static int call_ask_user(struct chat *c, const char *call_id, json_t *args,
+			 struct call_result *r)
+{
+	const char *q = json_string_value(json_object_get(args, "question"));
+	if (!q || !*q)
+		return result_set(c->a, r, true,
+				  "ask_user: missing required argument 'question'");
+	if (!c->is_main)
+		return result_set(c->a, r, true, "error: ask_user is not available "
+				  "inside a sub-agent (skill '%s'); decide without "
+				  "asking, or say what you need in your final answer",
+				  c->skill);
+	char *answer;
+	int rc = input_for(c, "question", call_id, &answer);
+	if (rc != STEP_OK)
+		return rc;
+	if (!answer)
+		return wait_for(c, RUNSTATE_WAITING_FOR_INPUT,
+				json_pack("{s:s, s:s, s:s, s:s}", "kind", "question",
+					  "chat_id", c->id, "call_id", call_id,
+					  "question", q));
+	size_t n = strlen(answer);
+	if (n && answer[n - 1] == '\n')
+		answer[--n] = '\0';
+	r->consumed = true;
+	rc = result_set(c->a, r, false, "%s", answer);
+	free(answer);
+	return rc;
+}
+
+/* Approval of a call of a tool in tools.approval (section 6): *approved on
+ * STEP_OK, else the run waits. */
+static int call_approval(struct chat *c, const char *call_id, const char *tool,
+			 json_t *args, struct call_result *r, bool *approved)
+{
+	*approved = false;
+	if (!c->is_main)
+		return result_set(c->a, r, true, "error: tool '%s' needs the user's "
+				  "approval, which cannot be asked for inside a "
+				  "sub-agent (skill '%s')", tool, c->skill);
+	char *input;
+	int rc = input_for(c, "approval", call_id, &input);
+	if (rc != STEP_OK)
+		return rc;
+	if (!input)
+		return wait_for(c, RUNSTATE_WAITING_FOR_APPROVAL,
+				json_pack("{s:s, s:s, s:s, s:s, s:O}", "kind", "approval",
+					  "chat_id", c->id, "call_id", call_id,
+					  "tool", tool, "arguments", args));
+	char *s = input, *e = input + strlen(input);
+	while (isspace((unsigned char)*s))
+		s++;
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	*approved = strcasecmp(s, "approve") == 0;
+	free(input);
+	r->consumed = true;
+	rc = log_event(c->a, *approved ? "approval_granted" : "approval_denied",
+		       json_pack("{s:s, s:s, s:s}", "chat_id", c->id,
+				 "call_id", call_id, "tool", tool));
+	if (rc == STEP_OK && !*approved)
+		rc = result_set(c->a, r, true, "error: the call of tool '%s' was "
+				"denied by the user", tool);
+	return rc;
+}
+
+static int call_run_skill(struct chat *c, json_int_t msg_seq, const char *call_id,
+			  json_t *args, struct call_result *r)
+{
+	struct agent *a = c->a;
+	const char *name = json_string_value(json_object_get(args, "name"));
+	if (!name || !*name)
+		return result_set(a, r, true, "run_skill: missing required argument 'name'");
+	bool ok;
+	char *task = arguments_text(json_object_get(args, "arguments"), &ok);
+	if (!ok)
+		return oom(a);
+	char *why;
+	const struct catalog_entry *e = usable_skill(a, name, &why);
+	int rc;
+	if (!e) {
+		rc = why ? result_set(a, r, true, "run_skill: %s", why) : oom(a);
+	} else if (e->skill->disable_model_invocation) {
+		rc = result_set(a, r, true, "run_skill: skill '%s' cannot be invoked "
+				"by the model (disable-model-invocation: true)", name);
+	} else if (mode_decide(e->skill, a->env->config->execution_mode).mode ==
+		   EXEC_INLINE) {
+		/* R11: the body is the result; the caller carries on. */
+		buf_free(&r->text);
+		r->is_error = false;
+		rc = expand_arguments(&r->text, e->skill->body, task, true) < 0
+			     ? oom(a) : STEP_OK;
+	} else {
+		char *result = NULL;
+		bool failed = false;
+		rc = run_subagent(a, c->id, msg_seq, call_id, e, task, &result, &failed);
+		if (rc == STEP_OK)
+			rc = result_set(a, r, failed, "%s", result);
+		free(result);
+	}
+	free(why);
+	free(task);
+	return rc;
+}
+
+/* Answers call k of the assistant message at index ai of the chat: R5,
+ * approval, then the tool; commits the result. */
+static int handle_call(struct chat *c, size_t ai, size_t k)
+{
+	struct agent *a = c->a;
+	json_t *call = json_array_get(json_object_get(json_array_get(c->msgs, ai),
+						      "tool_calls"), k);
+	const char *call_id = json_string_value(json_object_get(call, "id"));
+	json_t *fn = json_object_get(call, "function");
+	const char *argtext = json_string_value(json_object_get(fn, "arguments"));
+	char *tool = lower_dup(json_string_value(json_object_get(fn, "name")));
+	struct call_result r = {0};
+	struct buf excerpt = {0};
+	json_t *args = NULL;
+	json_error_t jerr;
+	int rc = STEP_OK;
+	memset(&jerr, 0, sizeof jerr);
+	if (!call_id)
+		call_id = "";
+	if (!tool || model_append_excerpt(&excerpt, argtext ? argtext : "",
+					  argtext ? strlen(argtext) : 0,
+					  ARGS_EXCERPT_MAX, false) < 0 ||
+	    buf_puts(&excerpt, "") < 0) {
+		rc = oom(a);
+		goto out;
+	}
+	if (!argtext || !*argtext)
+		args = json_object();
+	else
+		args = json_loads(argtext, JSON_DECODE_ANY, &jerr);
+	if (!args && (!argtext || !*argtext)) {
+		rc = oom(a);
+		goto out;
+	}
+	const char *command = NULL;
+	if (json_is_object(args) && grants_tool_has_patterns(tool))
+		command = json_string_value(json_object_get(args, "command"));
+
+	const char *reason;
+	bool permitted = chat_permits(c, tool, command, &reason);
+	bool approved = true;
+	/* The steps that may pause the run come before anything is logged, so
+	 * a call that waits is logged once, when it is answered. */
+	if (permitted && json_is_object(args) && strcmp(tool, "ask_user") == 0) {
+		rc = call_ask_user(c, call_id, args, &r);
+		if (rc != STEP_OK)
+			goto out;
+	} else if (permitted && json_is_object(args) &&
+		   strlist_has(&a->env->config->approval_tools, tool)) {
+		rc = call_approval(c, call_id, tool, args, &r, &approved);
+		if (rc != STEP_OK)
+			goto out;
+	}
+	rc = log_event(a, "tool_call", json_pack("{s:s, s:s, s:s, s:s}", "chat_id", c->id,
+						 "call_id", call_id, "tool", tool,
+						 "arguments", excerpt.data));
+	if (rc != STEP_OK)
+		goto out;
+	if (!approved || r.done) {
+		/* answered above (ask_user) or refused by the approval step */
+	} else if (!permitted) {
+		rc = log_event(a, "tool_denied",
+			       json_pack("{s:s, s:s, s:s, s:s, s:s}", "chat_id", c->id,
+					 "call_id", call_id, "tool", tool,
+					 "arguments", excerpt.data, "reason", reason));
+		if (rc == STEP_OK)
+			rc = result_set(a, &r, true, "error: tool '%s' is not allowed: "
+					"%s. Do not call it again; use the tools you "
+					"were offered.", tool, reason);
+	} else if (!json_is_object(args)) {
+		rc = result_set(a, &r, true, "error: the arguments of %s are not a "
+				"JSON object%s%s", tool, args ? "" : ": ",
+				args ? "" : jerr.text);
+	} else if (strcmp(tool, "run_skill") == 0) {
+		rc = call_run_skill(c, (json_int_t)ai + 1, call_id, args, &r);
+	} else {
+		struct tool_ctx tc = {
+			.workspace = a->env->workspace,
+			.timeout_ms = a->env->tool_timeout_ms,
+			.output_max = a->env->tool_output_max,
+			.cancel = interrupted,
+			.cancel_arg = a,
+		};
+		struct tool_result tr;
+		if (tools_exec(&tc, tool, args, &tr) < 0) {
+			rc = oom(a);
+		} else {
+			rc = result_set(a, &r, tr.is_error, "%s", tr.text);
+			tool_result_free(&tr);
+		}
+	}
+	if (rc == STEP_OK)
+		rc = interruption(a); /* a killed tool's result is not kept */
+	if (rc != STEP_OK)
+		goto out;
+	if (!r.consumed && c->is_main) {
+		/* A call the person was asked about but that ends otherwise
+		 * (e.g. the tool was taken away meanwhile, R7): the question
+		 * is over too. */
+		char *named;
+		rc = input_for(c, NULL, call_id, &named);
+		if (rc != STEP_OK)
+			goto out;
+		r.consumed = named != NULL;
+		free(named);
+	}
+	json_t *msg = json_pack("{s:s, s:s, s:s, s:s}", "role", "tool",
+				"tool_call_id", call_id, "name", tool,
+				"content", r.text.data ? r.text.data : "");
+	struct run_change ch = {0};
+	if (r.consumed) {
+		ch.pending = json_null();
+		ch.input = "";
+	}
+	rc = chat_append(c, msg, &ch);
+	if (rc == STEP_OK)
+		rc = log_event(a, "tool_result",
+			       json_pack("{s:s, s:s, s:s, s:b, s:I}", "chat_id", c->id,
+					 "call_id", call_id, "tool", tool,
+					 "is_error", r.is_error,
+					 "bytes", (json_int_t)r.text.len));
+out:
+	json_decref(args);
+	buf_free(&excerpt);
+	buf_free(&r.text);
+	free(tool);
+	return rc;
+}
+
+/* ---- the loop ------------------------------------------------------------ */
+
+/* The first tool call still unanswered: the last assistant message (before
+ * the tool messages that follow it) and a call of it with no tool message
+ * for its id after it. */
+static bool unanswered_call(json_t *msgs, size_t *ai, size_t *k)
+{
+	size_t n = json_array_size(msgs), i = n;
+	while (i > 0 && strcmp(role_of(json_array_get(msgs, i - 1)), "tool") == 0)
+		i--;
+	if (i == 0 || strcmp(role_of(json_array_get(msgs, i - 1)), "assistant") != 0)
+		return false;
+	json_t *calls = json_object_get(json_array_get(msgs, i - 1), "tool_calls");
+	for (size_t c = 0; c < json_array_size(calls); c++) {
+		const char *id = json_string_value(json_object_get(json_array_get(calls, c), "id"));
+		bool answered = false;
+		for (size_t j = i; j < n && !answered; j++)
+			answered = str_eq(json_string_value(json_object_get(
+						  json_array_get(msgs, j), "tool_call_id")),
+					  id ? id : "");
+		if (!answered) {
+			*ai = i - 1;
+			*k = c;
+			return true;
+		}
+	}
+	return false;
+}
+
+static int set_final(struct chat *c, json_t *msg)
+{
+	c->final = model_content_text(json_object_get(msg, "content"));
+	if (!c->final)
+		c->final = strdup("");
+	return c->final ? STEP_DONE : oom(c->a);
+}
+
+static int call_model(struct chat *c)
+{
+	struct agent *a = c->a;
+	int max = a->env->config->max_turns > 0 ? a->env->config->max_turns
+						 : CONFIG_DEFAULT_MAX_TURNS;
+	int turns = 0;
+	size_t i;
+	json_t *m;
+	json_array_foreach(c->msgs, i, m)
+		turns += strcmp(role_of(m), "assistant") == 0;
+	if (turns >= max) {
+		c->error = model_strdupf("turn limit (%d) reached", max);
+		return c->error ? STEP_FAIL : oom(a);
+	}
+	struct model_request req = {
+		.messages = c->msgs,
+		.tools = c->schemas,
+		.run_id = a->run_id,
+		.chat_id = c->id,
+		.turn = turns + 1,
+		.cancelled = interrupted,
+		.cancel_arg = a,
+	};
+	struct model_reply rep = {0};
+	char *err = NULL;
+	if (model_complete(a->env->model, &req, &rep, &err) < 0) {
+		int irc = interruption(a);
+		if (irc != STEP_OK) {
+			free(err);
+			return irc;
+		}
+		c->error = err ? err : strdup("model call failed: out of memory");
+		return c->error ? STEP_FAIL : oom(a);
+	}
+	int irc = interruption(a);
+	if (irc != STEP_OK) {
+		model_reply_free(&rep);
+		return irc;
+	}
+	json_t *usage = NULL;
+	int rc = STEP_OK;
+	if (json_is_object(rep.usage) && !(usage = usage_add(a->usage, rep.usage)))
+		rc = oom(a);
+	if (rc == STEP_OK) {
+		struct run_change ch = {.usage = usage};
+		rc = chat_append(c, json_incref(rep.message), &ch);
+	}
+	if (rc == STEP_OK && usage) {
+		json_decref(a->usage);
+		a->usage = usage;
+		usage = NULL;
+	}
+	json_decref(usage);
+	if (rc == STEP_OK && json_array_size(json_object_get(rep.message, "tool_calls")) == 0)
+		rc = set_final(c, rep.message);
+	model_reply_free(&rep);
+	return rc;
+}
+
+/* Drives chat c from its last committed message until it has a final
+ * answer, fails, waits, is cancelled, or the store fails. */
+static int chat_loop(struct chat *c)
+{
+	for (;;) {
+		int irc = interruption(c->a);
+		if (irc != STEP_OK)
+			return irc;
+		size_t ai, k, n = json_array_size(c->msgs);
+		json_t *last = n ? json_array_get(c->msgs, n - 1) : NULL;
+		int rc;
+		if (unanswered_call(c->msgs, &ai, &k))
+			rc = handle_call(c, ai, k);
+		else if (last && strcmp(role_of(last), "assistant") == 0 &&
+			 json_array_size(json_object_get(last, "tool_calls")) == 0)
+			return set_final(c, last); /* committed before a crash */
+		else
+			rc = call_model(c);
+		if (rc != STEP_OK)
+			return rc;
+	}
+}
+
+/* ---- the main agent ------------------------------------------------------ */
+
+/* The first user message for the prompt (R15): the prompt itself, or for
+ * /skill:run:<name> [args] the skill's body or its sub-agent's result. On
+ * STEP_FAIL c->error says why the run cannot go on. */
+static int first_user_message(struct chat *c, const char *prompt, char **user)
+{
+	struct agent *a = c->a;
+	*user = NULL;
+	if (strncmp(prompt, SKILL_RUN_PREFIX, strlen(SKILL_RUN_PREFIX)) != 0) {
+		*user = strdup(prompt);
+		return *user ? STEP_OK : oom(a);
+	}
+	const char *p = prompt + strlen(SKILL_RUN_PREFIX), *q = p;
+	while (*q && !isspace((unsigned char)*q))
+		q++;
+	char *name = strndup(p, (size_t)(q - p));
+	while (isspace((unsigned char)*q))
+		q++;
+	size_t alen = strlen(q);
+	while (alen && isspace((unsigned char)q[alen - 1]))
+		alen--;
+	char *args = strndup(q, alen);
+	char *why = NULL, *result = NULL;
+	struct buf b = {0};
+	int rc = STEP_OK;
+	if (!name || !args) {
+		rc = oom(a);
+		goto out;
+	}
+	const struct catalog_entry *e = NULL;
+	if (!*name)
+		c->error = strdup("/skill:run: names no skill");
+	else if (!(e = usable_skill(a, name, &why)))
+		c->error = why ? model_strdupf("/skill:run:%s: %s", name, why) : NULL;
+	else if (!e->skill->user_invocable)
+		c->error = model_strdupf("/skill:run:%s: skill '%s' cannot be run by "
+					 "the user (user-invocable: false)", name, name);
+	if (!e || !e->skill->user_invocable) {
+		rc = c->error ? STEP_FAIL : oom(a);
+		goto out;
+	}
+	if (mode_decide(e->skill, a->env->config->execution_mode).mode == EXEC_INLINE) {
+		rc = expand_arguments(&b, e->skill->body, args, true) < 0 ? oom(a) : STEP_OK;
+	} else {
+		bool failed = false;
+		rc = run_subagent(a, c->id, 0, NULL, e, args, &result, &failed);
+		if (rc == STEP_OK && failed) {
+			c->error = strdup(result);
+			rc = c->error ? STEP_FAIL : oom(a);
+		} else if (rc == STEP_OK &&
+			   buf_printf(&b, "[Skill result: %s]\n\n%s", e->skill->name,
+				      result) < 0) {
+			rc = oom(a);
+		}
+	}
+	if (rc == STEP_OK && !(*user = buf_steal(&b, NULL)))
+		rc = oom(a);
+out:
+	buf_free(&b);
+	free(result);
+	free(why);
+	free(args);
+	free(name);
+	return rc;
+}
+
+/* The outcome of the run's current state when someone else moved it. */
+static int outcome_of(struct agent *a)
+{
+	enum runstate s;
+	char *err = NULL;
+	int rc = store_run_state(a->env->store, a->run_id, &s, &err);
+	if (rc < 0) {
+		fail_err(a, rc, err);
+		return -1;
+	}
+	switch (s) {
+	case RUNSTATE_COMPLETED: return AGENT_COMPLETED;
+	case RUNSTATE_FAILED: return AGENT_FAILED;
+	case RUNSTATE_CANCELLED: return AGENT_CANCELLED;
+	case RUNSTATE_WAITING_FOR_APPROVAL: return AGENT_WAITING_APPROVAL;
+	case RUNSTATE_WAITING_FOR_INPUT: return AGENT_WAITING_INPUT;
+	default:
+		free(a->err);
+		a->err = model_strdupf("run '%s' is %s, not running", a->run_id,
+				       runstate_name(s));
+		return -1;
+	}
+}
+
+/* Records how the main chat ended and returns the outcome. */
+static int finish(struct agent *a, int step, struct chat *c)
+{
+	int rc = STEP_OK, out = -1;
+	switch (step) {
+	case STEP_DONE:
+		rc = move(a, RUNSTATE_COMPLETED, &(struct run_change){.result = c->final});
+		out = AGENT_COMPLETED;
+		break;
+	case STEP_FAIL:
+		rc = move(a, RUNSTATE_FAILED, &(struct run_change){.error = c->error});
+		out = AGENT_FAILED;
+		break;
+	case STEP_WAIT_APPROVAL:
+		return AGENT_WAITING_APPROVAL;
+	case STEP_WAIT_INPUT:
+		return AGENT_WAITING_INPUT;
+	case STEP_CANCEL:
+		rc = move(a, RUNSTATE_CANCELLED, NULL);
+		out = AGENT_CANCELLED;
+		break;
+	case STEP_GONE:
+		return outcome_of(a);
+	case STEP_STOP:
+		return AGENT_STOPPED;
+	default:
+		rc = STEP_ERR;
+		break;
+	}
+	if (rc == STEP_GONE)
+		return outcome_of(a);
+	if (rc == STEP_OK)
+		return out;
+	/* The store failed: try to say so in the run itself. */
+	char *err = NULL;
+	if (store_run_transition(a->env->store, a->run_id, RUNSTATE_RUNNING,
+				 RUNSTATE_FAILED,
+				 &(struct run_change){.error = a->err ? a->err
+								      : "internal error"},
+				 &err) == 0) {
+		progress(a);
+		return AGENT_FAILED;
+	}
+	free(err);
+	return -1;
+}
+
+int agent_run(const struct agent_env *env, const char *run_id)
+{
+	if (!env || !env->store || !run_id)
+		return -1;
+	struct agent a = {.env = env, .run_id = run_id};
+	struct chat mc = {.a = &a, .is_main = true};
+	struct run_row row;
+	char *err = NULL, *chat_id = NULL, *user = NULL;
+	int rc = store_run_get(env->store, run_id, &row, &err);
+	if (rc < 0) {
+		free(err);
+		return -1;
+	}
+	if (row.state != RUNSTATE_RUNNING) {
+		run_row_free(&row);
+		return outcome_of(&a);
+	}
+	if (!env->model || !env->config || !env->catalog || !env->res ||
+	    !env->allow || !env->workspace) {
+		mc.error = strdup("agent: the run's environment is incomplete");
+		rc = mc.error ? STEP_FAIL : oom(&a);
+		goto done;
+	}
+	if (json_is_object(row.usage) && !(a.usage = json_deep_copy(row.usage))) {
+		rc = oom(&a);
+		goto done;
+	}
+	chat_id = strdup(row.chat_id ? row.chat_id : AGENT_MAIN_CHAT);
+	if (!chat_id) {
+		rc = oom(&a);
+		goto done;
+	}
+	mc.id = chat_id;
+	rc = STEP_OK;
+	if (!row.chat_id)
+		rc = commit(&a, &(struct run_change){.chat_id = chat_id});
+	for (size_t i = 0; rc == STEP_OK && i < env->allow->n; i++)
+		if (strlist_add(&mc.tools, env->allow->tools[i].name) < 0)
+			rc = oom(&a);
+	if (rc == STEP_OK)
+		rc = chat_set_schemas(&mc);
+	if (rc == STEP_OK)
+		rc = chat_load(&mc);
+	if (rc == STEP_OK && json_array_size(mc.msgs) == 0)
+		rc = append_text(&mc, "system", env->res->text[RES_SYSTEM_PROMPT]);
+	if (rc == STEP_OK && json_array_size(mc.msgs) == 1) {
+		rc = first_user_message(&mc, row.prompt ? row.prompt : "", &user);
+		if (rc == STEP_OK)
+			rc = append_text(&mc, "user", user);
+	}
+	if (rc == STEP_OK)
+		rc = chat_loop(&mc);
+done:
+	run_row_free(&row);
+	int out = finish(&a, rc, &mc);
+	chat_free(&mc);
+	free(user);
+	free(chat_id);
+	json_decref(a.usage);
+	free(a.err);
+	return out;
+}
+
+/* ---- rendering ----------------------------------------------------------- */
+
+struct tx {
+	struct store *st;
+	const char *run_id;
+	json_t *subs;          /* subagent_started events */
+	struct chat_row *rows; /* the chats */
+	size_t nrows;
+	bool *shown;           /* rows already rendered */
+	struct buf *out;
+};
+
+/* label + text, long texts cut at max (0: never), continuation lines
+ * indented under the label. */
+static int put_text(struct buf *out, const char *indent, const char *label,
+		    const char *text, size_t max)
+{
+	struct buf ex = {0};
+	size_t len = text ? strlen(text) : 0;
+	int rc = model_append_excerpt(&ex, text ? text : "", len, max ? max : len + 1,
+				      false);
+	if (rc == 0)
+		rc = buf_printf(out, "%s%s", indent, label);
+	for (const char *p = ex.data; rc == 0 && p && *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		if (p != ex.data && n)
+			rc = buf_printf(out, "%s  ", indent);
+		if (rc == 0)
+			rc = buf_append(out, p, n);
+		if (rc == 0)
+			rc = buf_puts(out, "\n");
+		p = nl ? nl + 1 : p + n;
+	}
+	if (rc == 0 && (!ex.data || !*ex.data))
+		rc = buf_puts(out, "\n");
+	buf_free(&ex);
+	return rc;
+}
+
+static int render_chat(struct tx *t, const char *chat_id, const char *indent);
+
+/* Renders the sub-agents started from (chat_id, seq, call_id). */
+static int render_subs(struct tx *t, const char *chat_id, json_int_t seq,
+		       const char *call_id, const char *indent)
+{
+	size_t i;
+	json_t *ev;
+	int rc = 0;
+	json_array_foreach(t->subs, i, ev) {
+		if (rc < 0)
+			break;
+		if (!subagent_matches(ev, chat_id, seq, call_id))
+			continue;
+		const char *sub = json_string_value(json_object_get(ev, "chat_id"));
+		const char *skill = json_string_value(json_object_get(ev, "skill"));
+		struct chat_row *row = NULL;
+		for (size_t k = 0; k < t->nrows; k++)
+			if (str_eq(t->rows[k].chat_id, sub) && !t->shown[k])
+				row = &t->rows[k];
+		if (!row)
+			continue;
+		t->shown[row - t->rows] = true;
+		char *inner = model_strdupf("%s    ", indent);
+		if (!inner)
+			return -ENOMEM;
+		rc = buf_printf(t->out, "%sRunning skill '%s' in sub-agent... (%s)\n",
+				indent, skill ? skill : "?", sub);
+		rc = rc < 0 ? -ENOMEM : render_chat(t, sub, inner);
+		if (rc == 0 && buf_printf(t->out, "%sSub-agent %s %s\n", indent,
+					  sub, runstate_name(row->state)) < 0)
+			rc = -ENOMEM;
+		free(inner);
+	}
+	return rc;
+}
+
+static int render_chat(struct tx *t, const char *chat_id, const char *indent)
+{
+	json_t *msgs = NULL;
+	char *err = NULL;
+	int rc = store_messages(t->st, t->run_id, chat_id, &msgs, &err);
+	free(err);
+	if (rc < 0)
+		return rc;
+	bool users = false;
+	size_t i;
+	json_t *m;
+	json_array_foreach(msgs, i, m) {
+		if (rc < 0)
+			break;
+		const char *role = role_of(m);
+		char *content = model_content_text(json_object_get(m, "content"));
+		if (strcmp(role, "user") == 0 && !users) {
+			users = true;
+			rc = render_subs(t, chat_id, 0, NULL, indent);
+		}
+		if (rc < 0) {
+			free(content);
+			break;
+		}
+		if (strcmp(role, "system") == 0) {
+			rc = put_text(t->out, indent, "system: ", content, TX_SYSTEM_MAX);
+		} else if (strcmp(role, "tool") == 0) {
+			const char *name = json_string_value(json_object_get(m, "name"));
+			char *label = model_strdupf("\u2190 %s: ", name ? name : "tool");
+			rc = label ? put_text(t->out, indent, label, content, TX_RESULT_MAX)
+				   : -ENOMEM;
+			free(label);
+		} else if (strcmp(role, "assistant") == 0) {
+			json_t *calls = json_object_get(m, "tool_calls");
+			if ((content && *content) || json_array_size(calls) == 0)
+				rc = put_text(t->out, indent, "assistant: ", content, 0);
+			size_t k;
+			json_t *call;
+			json_array_foreach(calls, k, call) {
+				if (rc < 0)
+					break;
+				json_t *fn = json_object_get(call, "function");
+				const char *name = json_string_value(json_object_get(fn, "name"));
+				const char *args = json_string_value(json_object_get(fn, "arguments"));
+				char *label = model_strdupf("\u2192 %s ", name ? name : "?");
+				rc = label ? put_text(t->out, indent, label, args ? args : "",
+						      TX_ARGS_MAX)
+					   : -ENOMEM;
+				free(label);
+				const char *id = json_string_value(json_object_get(call, "id"));
+				if (rc == 0 && id)
+					rc = render_subs(t, chat_id, (json_int_t)i + 1, id, indent);
+			}
+		} else {
+			char *label = model_strdupf("%s: ", *role ? role : "?");
+			rc = label ? put_text(t->out, indent, label, content, 0) : -ENOMEM;
+			free(label);
+		}
+		free(content);
+	}
+	if (rc == 0 && !users)
+		rc = render_subs(t, chat_id, 0, NULL, indent);
+	json_decref(msgs);
+	return rc < 0 ? (rc == -1 ? -ENOMEM : rc) : 0;
+}
+
+/* Loads what rendering needs besides messages; *row is the run. */
+static int tx_open(struct tx *t, struct store *st, const char *run_id,
+		   struct buf *out, struct run_row *row)
+{
+	char *err = NULL;
+	*t = (struct tx){.st = st, .run_id = run_id, .out = out};
+	int rc = store_run_get(st, run_id, row, &err);
+	free(err);
+	err = NULL;
+	if (rc < 0)
+		return rc;
+	rc = subagent_events(st, run_id, &t->subs, &err);
+	free(err);
+	err = NULL;
+	if (rc == 0)
+		rc = store_chats(st, run_id, &t->rows, &t->nrows, &err);
+	free(err);
+	if (rc == 0 && t->nrows && !(t->shown = calloc(t->nrows, sizeof *t->shown)))
+		rc = -ENOMEM;
+	return rc;
+}
+
+static void tx_close(struct tx *t, struct run_row *row)
+{
+	free(t->shown);
+	chat_rows_free(t->rows, t->nrows);
+	json_decref(t->subs);
+	run_row_free(row);
+}
+
+int agent_transcript(struct store *st, const char *run_id, struct buf *out)
+{
+	struct run_row row = {0};
+	struct tx t;
+	int rc = tx_open(&t, st, run_id, out, &row);
+	if (rc == 0)
+		rc = render_chat(&t, row.chat_id ? row.chat_id : AGENT_MAIN_CHAT, "");
+	/* Chats no announcement places (none in a run this agent wrote). */
+	for (size_t k = 0; rc == 0 && k < t.nrows; k++) {
+		if (t.shown[k])
+			continue;
+		rc = buf_printf(out, "Sub-agent %s (skill %s):\n", t.rows[k].chat_id,
+				t.rows[k].skill ? t.rows[k].skill : "?") < 0 ? -ENOMEM : 0;
+		if (rc == 0)
+			rc = render_chat(&t, t.rows[k].chat_id, "    ");
+	}
+	if (rc == 0) {
+		int prc = 0;
+		if (row.state == RUNSTATE_FAILED)
+			prc = put_text(out, "", "[run failed] ", row.error ? row.error : "", 0);
+		else if (row.state == RUNSTATE_CANCELLED)
+			prc = buf_puts(out, "[run cancelled]\n");
+		else if (runstate_is_waiting(row.state)) {
+			char *p = row.pending ? json_dumps(row.pending, JSON_COMPACT) : NULL;
+			prc = buf_printf(out, "[%s] %s\n", runstate_name(row.state),
+					 p ? p : "");
+			free(p);
+		}
+		if (prc < 0)
+			rc = -ENOMEM;
+	}
+	tx_close(&t, &row);
+	return rc;
+}
+
+int agent_chat_transcript(struct store *st, const char *run_id,
+			  const char *chat_id, struct buf *out)
+{
+	struct run_row row = {0};
+	struct tx t;
+	if (!chat_id)
+		return -EINVAL;
+	int rc = tx_open(&t, st, run_id, out, &row);
+	if (rc == 0)
+		rc = render_chat(&t, chat_id, "");
+	tx_close(&t, &row);
+	return rc;
+}
+
+int agent_messages_json(struct store *st, const char *run_id,
+			const char *chat_id, struct buf *out)
+{
+	struct run_row row;
+	char *err = NULL;
+	json_t *msgs = NULL;
+	int rc = store_run_get(st, run_id, &row, &err);
+	free(err);
+	err = NULL;
+	if (rc < 0)
+		return rc;
+	if (!chat_id)
+		chat_id = row.chat_id ? row.chat_id : AGENT_MAIN_CHAT;
+	rc = store_messages(st, run_id, chat_id, &msgs, &err);
+	free(err);
+	if (rc == 0) {
+		char *text = json_dumps(msgs, JSON_INDENT(2));
+		if (!text || buf_puts(out, text) < 0 || buf_puts(out, "\n") < 0)
+			rc = -ENOMEM;
+		free(text);
+	}
+	json_decref(msgs);
+	run_row_free(&row);
+	return rc;
+}

@@ -1,0 +1,127 @@
+/* agent: the agent loop of one run (DESIGN.md sections 5-7, R5, R7, R11,
+ * R12, R13, R15, R16). It is resumable: everything it knows is in the
+ * store, and every step is committed before the next, so it can continue a
+ * run after a wait (approval, input) or a crash from its last committed
+ * message, with no message lost or duplicated. It never runs on a FUSE
+ * request thread. */
+#ifndef SKILLFS_AGENT_H
+#define SKILLFS_AGENT_H
+
+#include <stdbool.h>
+
+#include "catalog.h"
+#include "config.h"
+#include "grants.h"
+#include "model.h"
+#include "resolution.h"
+#include "store.h"
+
+struct agent_env {
+	struct store *store;
+	struct model *model;
+	const struct config *config;      /* the config in force now */
+	const struct catalog *catalog;    /* the catalogue in force now */
+	const struct resolution *res;     /* the run's configuration + forced
+	                                     skills resolved now: system prompt */
+	const struct grants *allow;       /* the run's allow-list: stored ∩ now
+	                                     (R7) or now (R8); computed by the
+	                                     caller */
+	const char *workspace;            /* absolute; exists */
+	bool have_python;                 /* R13 */
+	int tool_timeout_ms;              /* bash etc. */
+	size_t tool_output_max;
+	/* Polled between steps and during model/tool calls: true = cancel the
+	 * run (it ends in state cancelled). */
+	bool (*cancelled)(void *arg);
+	void *cancel_arg;
+	/* Polled like cancelled: true = the daemon is shutting down. The agent
+	 * then abandons the current step WITHOUT any state change (the run
+	 * stays running in the store and resumes at the next mount) and
+	 * returns AGENT_STOPPED. May be NULL. */
+	bool (*stopping)(void *arg);
+	void *stopping_arg;
+	/* Called after every committed step (message, event, state change),
+	 * so the mount can show it; may be NULL. */
+	void (*progress)(void *arg, const char *run_id);
+	void *progress_arg;
+};
+
+enum agent_outcome {
+	AGENT_COMPLETED,
+	AGENT_FAILED,
+	AGENT_WAITING_APPROVAL,
+	AGENT_WAITING_INPUT,
+	AGENT_CANCELLED,
+	AGENT_STOPPED, /* shutdown: nothing changed, resume later */
+};
+
+/* The main chat's id when the run row names none yet. */
+#define AGENT_MAIN_CHAT "main"
+
+/* Runs run_id, which the caller has moved to state running, until it
+ * completes, fails, is cancelled or must wait for a person; the agent makes
+ * that final state transition itself (with result / error / pending), so
+ * on return the store holds the outcome. When stopping() turns true it
+ * returns AGENT_STOPPED instead, leaving the run running with everything
+ * committed so far (an interrupted model reply or tool result is dropped,
+ * and redone when the run resumes). A run that is not running when called
+ * is left alone: its state's outcome is returned (-1 for created or
+ * queued). Returns the outcome, or -1 only when the store itself failed
+ * (the caller then fails the run); on a store failure the agent first
+ * tries to fail the run itself with the store's message, and returns
+ * AGENT_FAILED when that worked.
+ *
+ * Waiting, and the protocol for continuing (section 6):
+ * - A call of a tool in config->approval_tools moves the run to
+ *   waiting_for_approval with pending = {"kind": "approval", "chat_id",
+ *   "call_id", "tool", "arguments"} and input cleared to "". The caller
+ *   continues it by moving it back to running with input "approve" or
+ *   "deny" (surrounding white space ignored; anything else denies),
+ *   leaving pending as it is, and calling agent_run again.
+ * - ask_user moves the run to waiting_for_input with pending =
+ *   {"kind": "question", "chat_id", "call_id", "question"} and input "";
+ *   the caller moves it back to running with the answer (non-empty; one
+ *   trailing newline is dropped) in input.
+ * Input is used only while pending names the very call being handled; the
+ * agent then clears both (pending null, input "") in the transaction that
+ * commits the tool's result. Tools needing approval, and ask_user, are
+ * refused with an error result inside a sub-agent.
+ *
+ * Chats: the main chat (row.chat_id, AGENT_MAIN_CHAT when unset) has no
+ * chat row; each sub-agent has one (parent = the calling chat, skill =
+ * its skill) and is announced by an event "subagent_started" {"chat_id",
+ * "skill", "parent_chat", "parent_seq", "call_id"?} (parent_seq: the
+ * number of the calling assistant message in the parent chat, 0 for a
+ * /skill:run: prompt) and an event "note" {"text": "Running skill '<name>'
+ * in sub-agent..."} (R16).
+ *
+ * Other events: "tool_call" {chat_id, call_id, tool, arguments (an
+ * excerpt)}, "tool_denied" {chat_id, call_id, tool, arguments, reason}
+ * (R5), "approval_granted" / "approval_denied" {chat_id, call_id, tool},
+ * "tool_result" {chat_id, call_id, tool, is_error, bytes},
+ * "subagent_finished" {chat_id, skill, state}. */
+int agent_run(const struct agent_env *env, const char *run_id);
+
+/* Appends the run's transcript to out, for people: each message as
+ * "user: ...", "assistant: ...", tool calls as "-> tool {arguments}" and
+ * results as "<- tool: ..." (arrows are U+2192 / U+2190; long texts cut),
+ * each sub-agent's chat indented right after the call that started it,
+ * headed "Running skill '<name>' in sub-agent...", and a last line for a
+ * failed, cancelled or waiting run. Returns 0, -ENOENT when there is no
+ * such run, or another negative errno (-ENOMEM, -EIO). */
+int agent_transcript(struct store *st, const char *run_id, struct buf *out);
+
+/* One chat's transcript (e.g. a sub-agent's, for runs/<id>/subagents/
+ * <chat-id>/transcript), in the same form, appended to out; nothing for a
+ * chat with no messages. Returns 0 or a negative errno as
+ * agent_transcript. */
+int agent_chat_transcript(struct store *st, const char *run_id,
+			  const char *chat_id, struct buf *out);
+
+/* Appends the messages of chat chat_id of the run (NULL: the main chat) as
+ * a pretty-printed JSON array and a newline ("[]\n" when it has none).
+ * Returns 0 or a negative errno as agent_transcript. */
+int agent_messages_json(struct store *st, const char *run_id,
+			const char *chat_id, struct buf *out);
+
+#endif

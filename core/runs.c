@@ -1,0 +1,1515 @@
+#include "runs.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "engine.h"
+#include "grants.h"
+#include "model.h"
+#include "resolution.h"
+#include "store.h"
+
+#define INPUT_MAX (256 * 1024)
+#define CONFIG_NAME_MAX 64
+#define SKILLS_FILE_MAX (64 * 1024)
+#define TOOL_TIMEOUT_MS 60000
+#define TOOL_OUTPUT_MAX (64 * 1024)
+
+/* What the mount needs to know about a run without asking the store. */
+struct run {
+	char id[RUN_ID_MAX + 1];
+	enum runstate state;
+	struct timespec changed; /* last change of anything: the files' mtime */
+	/* Before the prompt is closed: */
+	struct buf prompt;
+	bool prompt_written;
+	bool prompt_refused; /* a write was refused: nothing starts until the
+				next truncate (D9: nothing half-done) */
+	char *config;
+	struct strlist forced;
+	/* While waiting for input: */
+	struct buf input;
+	bool input_written;
+	struct buf config_file; /* config / skills bytes as written, before */
+	struct buf skills_file; /* they are checked and taken */
+	bool busy;             /* a worker is running it */
+	bool cancel_requested; /* ctl cancel while busy */
+};
+
+struct waiter {
+	uint64_t handle;
+	char id[RUN_ID_MAX + 1];
+	runs_wait_fn fn;
+	void *arg;
+	struct waiter *next;
+};
+
+struct runs {
+	struct engine *engine;
+	struct store *store;
+	char *workspaces; /* directory holding one workspace per run */
+
+	pthread_mutex_t lock;
+	pthread_cond_t work;
+	struct run **runs; /* sorted by id */
+	size_t n, cap;
+	struct strlist queue; /* ids, FIFO from queue_head */
+	size_t queue_head;
+	struct waiter *waiters;
+	uint64_t next_handle;
+	bool stopping;
+
+	pthread_t *workers;
+	int nworkers;
+
+	runs_change_fn change_fn;
+	void *change_arg;
+
+	/* What runs/new shows: stable until a run takes it, so a file that is
+	 * read twice (tar, an editor) does not change under the reader. */
+	char next_id[RUN_ID_MAX + 1];
+	struct timespec next_id_time;
+};
+
+/* ---- the table of runs (call with lock held) ---- */
+
+static long run_index(struct runs *r, const char *id, bool *found)
+{
+	size_t lo = 0, hi = r->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(id, r->runs[mid]->id);
+		if (c == 0) {
+			*found = true;
+			return (long)mid;
+		}
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	*found = false;
+	return (long)lo;
+}
+
+static struct run *run_find(struct runs *r, const char *id)
+{
+	bool found;
+	long i = run_index(r, id, &found);
+	return found ? r->runs[i] : NULL;
+}
+
+static void run_free(struct run *run)
+{
+	if (!run)
+		return;
+	buf_free(&run->prompt);
+	buf_free(&run->input);
+	buf_free(&run->config_file);
+	buf_free(&run->skills_file);
+	free(run->config);
+	strlist_free(&run->forced);
+	free(run);
+}
+
+static struct run *run_insert(struct runs *r, const char *id, enum runstate state)
+{
+	bool found;
+	long i = run_index(r, id, &found);
+	if (found)
+		return r->runs[i];
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 64;
+		struct run **p = realloc(r->runs, cap * sizeof *p);
+		if (!p)
+			return NULL;
+		r->runs = p;
+		r->cap = cap;
+	}
+	struct run *run = calloc(1, sizeof *run);
+	if (!run)
+		return NULL;
+	snprintf(run->id, sizeof run->id, "%s", id);
+	run->state = state;
+	run->config = strdup("default");
+	if (!run->config) {
+		free(run);
+		return NULL;
+	}
+	clock_gettime(CLOCK_REALTIME, &run->changed);
+	memmove(&r->runs[i + 1], &r->runs[i], (r->n - (size_t)i) * sizeof *r->runs);
+	r->runs[i] = run;
+	r->n++;
+	return run;
+}
+
+static void run_delete(struct runs *r, const char *id)
+{
+	bool found;
+	long i = run_index(r, id, &found);
+	if (!found)
+		return;
+	run_free(r->runs[i]);
+	memmove(&r->runs[i], &r->runs[i + 1], (r->n - (size_t)i - 1) * sizeof *r->runs);
+	r->n--;
+}
+
+static int queue_push(struct runs *r, const char *id)
+{
+	if (r->queue_head > 64 && r->queue_head * 2 > r->queue.n) {
+		/* Drop the consumed prefix now and then. */
+		for (size_t i = 0; i < r->queue_head; i++)
+			free(r->queue.items[i]);
+		memmove(r->queue.items, r->queue.items + r->queue_head,
+			(r->queue.n - r->queue_head) * sizeof *r->queue.items);
+		r->queue.n -= r->queue_head;
+		r->queue_head = 0;
+	}
+	int rc = strlist_add(&r->queue, id);
+	if (rc == 0)
+		pthread_cond_signal(&r->work);
+	return rc;
+}
+
+/* ---- notifications ---- */
+
+static void notify(struct runs *r, const char *id, bool created, bool removed, bool state_changed)
+{
+	if (r->change_fn)
+		r->change_fn(r->change_arg, id, created, removed, state_changed);
+}
+
+/* Takes the waiters of id that should be answered now (all of them when
+ * err is set), for calling outside the lock. */
+static struct waiter *take_waiters(struct runs *r, const char *id, bool all)
+{
+	struct waiter *done = NULL, **pp = &r->waiters;
+	while (*pp) {
+		struct waiter *w = *pp;
+		if (all || strcmp(w->id, id) == 0) {
+			*pp = w->next;
+			w->next = done;
+			done = w;
+		} else {
+			pp = &w->next;
+		}
+	}
+	return done;
+}
+
+static void answer_waiters(struct waiter *w, int err, const char *status)
+{
+	while (w) {
+		struct waiter *next = w->next;
+		w->fn(w->arg, err, status);
+		free(w);
+		w = next;
+	}
+}
+
+/* Re-reads the state of a run after the store changed it, and tells the
+ * mount and any waiters. */
+static void refresh(struct runs *r, const char *id)
+{
+	enum runstate st = RUNSTATE_CREATED;
+	struct waiter *ready = NULL;
+	bool state_changed = false;
+	/* The store is read under the lock, so the last refresh to take the
+	 * lock sees the last state written: no stale state can win. */
+	pthread_mutex_lock(&r->lock);
+	struct run *run = run_find(r, id);
+	if (run) {
+		bool have = store_run_state(r->store, id, &st, NULL) == 0;
+		clock_gettime(CLOCK_REALTIME, &run->changed);
+		if (have && st != run->state) {
+			run->state = st;
+			state_changed = true;
+		}
+		if (have && runstate_is_settled(st))
+			ready = take_waiters(r, id, false);
+	}
+	pthread_mutex_unlock(&r->lock);
+	notify(r, id, false, false, state_changed);
+	answer_waiters(ready, 0, runstate_name(st));
+}
+
+/* ---- ids ---- */
+
+bool runs_id_valid(const char *id)
+{
+	size_t n = strlen(id);
+	if (n == 0 || n > RUN_ID_MAX || strcmp(id, ".") == 0 || strcmp(id, "..") == 0)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = id[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+/* A new id from the clock and a little randomness: sorts by creation time
+ * in `ls runs`. Called with the lock held. */
+static void make_id(struct runs *r)
+{
+	do {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		struct tm tm;
+		gmtime_r(&ts.tv_sec, &tm);
+		unsigned char rnd[3] = { 0 };
+		if (getrandom(rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd) {
+			rnd[0] = (unsigned char)ts.tv_nsec;
+			rnd[1] = (unsigned char)(ts.tv_nsec >> 8);
+			rnd[2] = (unsigned char)(ts.tv_nsec >> 16);
+		}
+		snprintf(r->next_id, sizeof r->next_id, "%04d%02d%02d-%02d%02d%02d-%02x%02x%02x",
+			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+			 tm.tm_sec, rnd[0], rnd[1], rnd[2]);
+		r->next_id_time = ts;
+	} while (run_find(r, r->next_id));
+}
+
+void runs_new_id(struct runs *r, char *out, size_t size, struct timespec *mtime)
+{
+	pthread_mutex_lock(&r->lock);
+	if (!r->next_id[0] || run_find(r, r->next_id))
+		make_id(r);
+	snprintf(out, size, "%s", r->next_id);
+	if (mtime)
+		*mtime = r->next_id_time;
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* ---- the workers ---- */
+
+static bool run_cancelled(void *arg)
+{
+	struct run *run = arg;
+	return __atomic_load_n(&run->cancel_requested, __ATOMIC_ACQUIRE);
+}
+
+struct worker_ctx {
+	struct runs *r;
+};
+
+static bool runs_stopping(void *arg)
+{
+	struct runs *r = arg;
+	return __atomic_load_n(&r->stopping, __ATOMIC_ACQUIRE);
+}
+
+static void progress(void *arg, const char *id)
+{
+	refresh(arg, id);
+}
+
+static long config_index_of(const struct config *c, const char *name)
+{
+	for (size_t i = 0; i < c->nconfigs; i++)
+		if (strcmp(c->configs[i].name, name) == 0)
+			return (long)i;
+	return -1;
+}
+
+/* Fails a run that cannot start, from whatever state it is in. */
+static void fail_run(struct runs *r, const char *id, enum runstate from, const char *msg)
+{
+	struct run_change ch = { .error = msg };
+	store_run_transition(r->store, id, from, RUNSTATE_FAILED, &ch, NULL);
+	refresh(r, id);
+}
+
+static void execute(struct runs *r, struct run *run)
+{
+	const char *id = run->id;
+	struct run_row row;
+	if (store_run_get(r->store, id, &row, NULL) < 0)
+		return;
+	enum runstate from = row.state;
+	if (from != RUNSTATE_QUEUED && from != RUNSTATE_RUNNING) {
+		run_row_free(&row);
+		return;
+	}
+	struct snapshot *s = engine_snapshot(r->engine);
+	const struct config *c = snapshot_config(s);
+	char msg[PATH_MAX + 256];
+	struct resolution *res = NULL;
+	struct grants stored = { 0 }, allow = { 0 };
+	bool have_stored = false;
+	struct model *model = NULL;
+	const char **forced = NULL;
+
+	long ci = config_index_of(c, row.config);
+	if (ci < 0) {
+		snprintf(msg, sizeof msg,
+			 "configuration '%s' no longer exists in the config file; the run cannot start",
+			 row.config);
+		fail_run(r, id, from, msg);
+		goto out;
+	}
+	size_t nforced = json_array_size(row.forced_skills);
+	forced = calloc(nforced ? nforced : 1, sizeof *forced);
+	if (!forced)
+		goto out;
+	for (size_t i = 0; i < nforced; i++)
+		forced[i] = json_string_value(json_array_get(row.forced_skills, i));
+	res = resolution_build(c, s->catalog, &c->configs[ci], forced, nforced);
+	if (!res) {
+		fail_run(r, id, from, "out of memory while resolving the configuration");
+		goto out;
+	}
+	/* R7: stored ∩ now; R8: a run with no stored list uses now. A stored
+	 * list that cannot be read fails the run: it must never widen. */
+	if (row.allowed_tools) {
+		char *gerr = NULL;
+		if (grants_from_json(row.allowed_tools, &stored, &gerr) < 0) {
+			snprintf(msg, sizeof msg, "the stored allow-list cannot be read: %s",
+				 gerr ? gerr : "out of memory");
+			free(gerr);
+			fail_run(r, id, from, msg);
+			goto out;
+		}
+		have_stored = true;
+	}
+	if (grants_intersect(have_stored ? &stored : NULL, &res->grants, &allow) < 0) {
+		fail_run(r, id, from, "out of memory while intersecting the allow-list");
+		goto out;
+	}
+	char *merr = NULL;
+	model = model_new(&c->model, &merr);
+	if (!model) {
+		snprintf(msg, sizeof msg, "cannot start the model: %s", merr ? merr : "out of memory");
+		free(merr);
+		fail_run(r, id, from, msg);
+		goto out;
+	}
+	char ws[PATH_MAX];
+	snprintf(ws, sizeof ws, "%s/%s", r->workspaces, id);
+	if (mkdir(ws, 0700) < 0 && errno != EEXIST) {
+		snprintf(msg, sizeof msg, "cannot create the workspace %s: %s", ws, strerror(errno));
+		fail_run(r, id, from, msg);
+		goto out;
+	}
+	if (from == RUNSTATE_QUEUED) {
+		if (store_run_transition(r->store, id, RUNSTATE_QUEUED, RUNSTATE_RUNNING, NULL,
+					 NULL) < 0)
+			goto out; /* cancelled meanwhile */
+		refresh(r, id);
+	}
+	struct agent_env env = {
+		.store = r->store,
+		.model = model,
+		.config = c,
+		.catalog = s->catalog,
+		.res = res,
+		.allow = &allow,
+		.workspace = ws,
+		.have_python = s->have_python,
+		.tool_timeout_ms = TOOL_TIMEOUT_MS,
+		.tool_output_max = TOOL_OUTPUT_MAX,
+		.cancelled = run_cancelled,
+		.cancel_arg = run,
+		.stopping = runs_stopping,
+		.stopping_arg = r,
+		.progress = progress,
+		.progress_arg = r,
+	};
+	if (agent_run(&env, id) < 0)
+		fail_run(r, id, RUNSTATE_RUNNING, "internal error: the state database failed");
+out:
+	model_free(model);
+	grants_free(&allow);
+	if (have_stored)
+		grants_free(&stored);
+	resolution_free(res);
+	free(forced);
+	snapshot_unref(s);
+	run_row_free(&row);
+	refresh(r, id);
+}
+
+static void *worker_main(void *arg)
+{
+	struct runs *r = arg;
+	pthread_mutex_lock(&r->lock);
+	while (!r->stopping) {
+		if (r->queue_head == r->queue.n) {
+			pthread_cond_wait(&r->work, &r->lock);
+			continue;
+		}
+		char *id = r->queue.items[r->queue_head];
+		r->queue.items[r->queue_head++] = NULL;
+		struct run *run = run_find(r, id);
+		free(id);
+		/* The store is the truth; execute() checks the state again. */
+		if (!run || run->busy)
+			continue;
+		run->busy = true;
+		pthread_mutex_unlock(&r->lock);
+		execute(r, run);
+		pthread_mutex_lock(&r->lock);
+		run->busy = false;
+		run->cancel_requested = false;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
+/* ---- opening and closing ---- */
+
+static int mkdirs(const char *path)
+{
+	char tmp[PATH_MAX];
+	if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp)
+		return -ENAMETOOLONG;
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+struct runs *runs_open(struct engine *e, const char *state_path, char **err)
+{
+	*err = NULL;
+	struct runs *r = calloc(1, sizeof *r);
+	if (!r)
+		goto oom;
+	r->engine = e;
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->work, NULL);
+	r->next_handle = 1;
+
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", state_path);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	else
+		snprintf(dir, sizeof dir, ".");
+	int rc = mkdirs(dir);
+	if (rc < 0) {
+		if (asprintf(err, "cannot create the state directory %s: %s", dir, strerror(-rc)) < 0)
+			*err = NULL;
+		goto fail;
+	}
+	if (asprintf(&r->workspaces, "%s/workspaces", dir) < 0) {
+		r->workspaces = NULL;
+		goto oom;
+	}
+	rc = mkdirs(r->workspaces);
+	if (rc < 0) {
+		if (asprintf(err, "cannot create %s: %s", r->workspaces, strerror(-rc)) < 0)
+			*err = NULL;
+		goto fail;
+	}
+	r->store = store_open(state_path, err);
+	if (!r->store)
+		goto fail;
+
+	/* Load every run; re-queue interrupted ones first, then the queue. */
+	struct strlist ids = { 0 }, interrupted = { 0 }, queued = { 0 };
+	if (store_run_ids(r->store, &ids, err) < 0 ||
+	    store_runs_in_state(r->store, RUNSTATE_RUNNING, &interrupted, err) < 0 ||
+	    store_runs_in_state(r->store, RUNSTATE_QUEUED, &queued, err) < 0) {
+		strlist_free(&ids);
+		strlist_free(&interrupted);
+		strlist_free(&queued);
+		goto fail;
+	}
+	int bad = 0;
+	for (size_t i = 0; i < ids.n && !bad; i++) {
+		enum runstate st;
+		if (store_run_state(r->store, ids.items[i], &st, NULL) < 0)
+			continue;
+		struct run *run = run_insert(r, ids.items[i], st);
+		if (!run) {
+			bad = 1;
+			break;
+		}
+		if (st == RUNSTATE_CREATED) {
+			struct run_row row;
+			if (store_run_get(r->store, run->id, &row, NULL) == 0) {
+				free(run->config);
+				run->config = strdup(row.config ? row.config : "default");
+				for (size_t k = 0; k < json_array_size(row.forced_skills); k++)
+					strlist_add(&run->forced,
+						    json_string_value(json_array_get(row.forced_skills, k)));
+				run_row_free(&row);
+				if (!run->config)
+					bad = 1;
+			}
+		}
+	}
+	/* A run that was running when the daemon died resumes from its last
+	 * committed message: it goes first, in enqueue order (R7 applies when
+	 * it starts). */
+	for (size_t i = 0; i < interrupted.n && !bad; i++)
+		bad = queue_push(r, interrupted.items[i]) < 0;
+	for (size_t i = 0; i < queued.n && !bad; i++)
+		bad = queue_push(r, queued.items[i]) < 0;
+	strlist_free(&ids);
+	strlist_free(&interrupted);
+	strlist_free(&queued);
+	if (bad)
+		goto oom;
+
+	struct snapshot *s = engine_snapshot(e);
+	int nw = snapshot_config(s)->workers;
+	snapshot_unref(s);
+	r->workers = calloc((size_t)(nw > 0 ? nw : 1), sizeof *r->workers);
+	if (!r->workers)
+		goto oom;
+	for (int i = 0; i < nw; i++) {
+		if (pthread_create(&r->workers[i], NULL, worker_main, r) != 0) {
+			*err = strdup("cannot start the run workers");
+			goto fail;
+		}
+		r->nworkers++;
+	}
+	return r;
+oom:
+	if (!*err)
+		*err = strdup("out of memory");
+fail:
+	if (!*err)
+		*err = strdup("cannot open the run store");
+	runs_close(r);
+	return NULL;
+}
+
+void runs_set_change_fn(struct runs *r, runs_change_fn fn, void *arg)
+{
+	r->change_fn = fn;
+	r->change_arg = arg;
+}
+
+void runs_stop(struct runs *r)
+{
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->lock);
+	__atomic_store_n(&r->stopping, true, __ATOMIC_RELEASE);
+	struct waiter *all = take_waiters(r, NULL, true);
+	pthread_cond_broadcast(&r->work);
+	pthread_mutex_unlock(&r->lock);
+	answer_waiters(all, EINTR, NULL);
+}
+
+void runs_close(struct runs *r)
+{
+	if (!r)
+		return;
+	runs_stop(r);
+	for (int i = 0; i < r->nworkers; i++)
+		pthread_join(r->workers[i], NULL);
+	free(r->workers);
+	store_close(r->store);
+	for (size_t i = 0; i < r->n; i++)
+		run_free(r->runs[i]);
+	free(r->runs);
+	strlist_free(&r->queue);
+	free(r->workspaces);
+	pthread_cond_destroy(&r->work);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}
+
+/* ---- mkdir, rmdir, listing ---- */
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if ((type == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT)
+		return 0; /* keep going: remove what can be removed */
+	return 0;
+}
+
+/* Removes a directory tree without following symlinks out of it. */
+static void remove_tree(const char *path)
+{
+	nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int runs_create(struct runs *r, const char *id)
+{
+	if (!runs_id_valid(id))
+		return -EINVAL;
+	pthread_mutex_lock(&r->lock);
+	if (run_find(r, id)) {
+		pthread_mutex_unlock(&r->lock);
+		return -EEXIST;
+	}
+	int rc = store_run_create(r->store, id, NULL);
+	if (rc == 0 && !run_insert(r, id, RUNSTATE_CREATED)) {
+		store_run_delete(r->store, id, NULL);
+		rc = -ENOMEM;
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (rc == 0)
+		notify(r, id, true, false, true);
+	return rc;
+}
+
+int runs_remove(struct runs *r, const char *id)
+{
+	pthread_mutex_lock(&r->lock);
+	struct run *run = run_find(r, id);
+	int rc = 0;
+	if (!run)
+		rc = -ENOENT;
+	else if (run->busy || (run->state != RUNSTATE_CREATED && !runstate_is_terminal(run->state)))
+		rc = -EBUSY;
+	else
+		rc = store_run_delete(r->store, id, NULL);
+	struct waiter *gone = NULL;
+	if (rc == 0) {
+		run_delete(r, id);
+		gone = take_waiters(r, id, false);
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (rc == 0) {
+		char ws[PATH_MAX];
+		if (snprintf(ws, sizeof ws, "%s/%s", r->workspaces, id) < (int)sizeof ws)
+			remove_tree(ws); /* the workspace goes with the run */
+		notify(r, id, false, true, true);
+		answer_waiters(gone, ENOENT, NULL);
+	}
+	return rc;
+}
+
+int runs_list(struct runs *r, struct strlist *out)
+{
+	pthread_mutex_lock(&r->lock);
+	int rc = 0;
+	for (size_t i = 0; i < r->n && rc == 0; i++)
+		rc = strlist_add(out, r->runs[i]->id);
+	pthread_mutex_unlock(&r->lock);
+	return rc < 0 ? -ENOMEM : 0;
+}
+
+bool runs_exists(struct runs *r, const char *id)
+{
+	pthread_mutex_lock(&r->lock);
+	bool e = run_find(r, id) != NULL;
+	pthread_mutex_unlock(&r->lock);
+	return e;
+}
+
+int runs_state(struct runs *r, const char *id, enum runstate *out)
+{
+	pthread_mutex_lock(&r->lock);
+	struct run *run = run_find(r, id);
+	if (run)
+		*out = run->state;
+	pthread_mutex_unlock(&r->lock);
+	return run ? 0 : -ENOENT;
+}
+
+/* ---- the files of a run ---- */
+
+/* What a file needs from the in-memory run, copied under the lock. */
+struct run_view {
+	enum runstate state;
+	struct timespec changed;
+	struct buf prompt;
+	char config[CONFIG_NAME_MAX + 1];
+	struct buf forced; /* one per line */
+	bool busy;
+};
+
+static int run_view_get(struct runs *r, const char *id, struct run_view *v)
+{
+	memset(v, 0, sizeof *v);
+	pthread_mutex_lock(&r->lock);
+	struct run *run = run_find(r, id);
+	int rc = run ? 0 : -ENOENT;
+	if (run) {
+		v->state = run->state;
+		v->changed = run->changed;
+		v->busy = run->busy;
+		snprintf(v->config, sizeof v->config, "%s", run->config);
+		if (run->prompt.len)
+			rc = buf_append(&v->prompt, run->prompt.data, run->prompt.len);
+		for (size_t i = 0; rc == 0 && i < run->forced.n; i++)
+			rc = buf_printf(&v->forced, "%s\n", run->forced.items[i]);
+		if (rc < 0)
+			rc = -ENOMEM;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+static void run_view_free(struct run_view *v)
+{
+	buf_free(&v->prompt);
+	buf_free(&v->forced);
+}
+
+static int iso_time(struct buf *b, int64_t ns)
+{
+	if (!ns)
+		return buf_puts(b, "null");
+	time_t t = (time_t)(ns / 1000000000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	return buf_printf(b, "\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\"", tm.tm_year + 1900,
+			  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+			  (int)(ns / 1000000 % 1000));
+}
+
+static json_t *iso_json(int64_t ns)
+{
+	struct buf b = { 0 };
+	json_t *j = NULL;
+	if (iso_time(&b, ns) == 0)
+		j = json_loads(b.data, JSON_DECODE_ANY, NULL);
+	buf_free(&b);
+	return j ? j : json_null();
+}
+
+static int put_json(struct buf *out, json_t *j)
+{
+	if (!j)
+		return -ENOMEM;
+	char *t = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(j);
+	if (!t)
+		return -ENOMEM;
+	int rc = buf_printf(out, "%s\n", t);
+	free(t);
+	return rc < 0 ? -ENOMEM : 0;
+}
+
+static int render_info(struct runs *r, const struct run_row *row, struct buf *out)
+{
+	json_t *msgs = NULL;
+	size_t nmsg = 0;
+	if (row->chat_id && store_messages(r->store, row->id, row->chat_id, &msgs, NULL) == 0)
+		nmsg = json_array_size(msgs);
+	json_decref(msgs);
+	struct chat_row *chats = NULL;
+	size_t nchats = 0;
+	if (store_chats(r->store, row->id, &chats, &nchats, NULL) < 0)
+		nchats = 0;
+	chat_rows_free(chats, nchats);
+	json_t *j = json_object();
+	if (!j)
+		return -ENOMEM;
+	json_object_set_new(j, "id", json_string(row->id));
+	json_object_set_new(j, "state", json_string(runstate_name(row->state)));
+	json_object_set_new(j, "config", json_string(row->config ? row->config : "default"));
+	json_object_set_new(j, "forced_skills", json_incref(row->forced_skills));
+	json_object_set_new(j, "mode", row->mode ? json_string(row->mode) : json_null());
+	json_object_set_new(j, "chat_id", row->chat_id ? json_string(row->chat_id) : json_null());
+	json_object_set_new(j, "model", row->model ? json_string(row->model) : json_null());
+	json_object_set_new(j, "created_at", iso_json(row->created_at));
+	json_object_set_new(j, "started_at", iso_json(row->started_at));
+	json_object_set_new(j, "finished_at", iso_json(row->finished_at));
+	json_object_set_new(j, "updated_at", iso_json(row->updated_at));
+	json_object_set_new(j, "messages", json_integer((json_int_t)nmsg));
+	json_object_set_new(j, "subagents", json_integer((json_int_t)nchats));
+	json_object_set_new(j, "usage", row->usage ? json_incref(row->usage) : json_null());
+	json_object_set_new(j, "allow_list_stored", json_boolean(row->allowed_tools != NULL));
+	json_object_set_new(j, "error", row->error ? json_string(row->error) : json_null());
+	return put_json(out, j);
+}
+
+static int render_pending(const struct run_row *row, struct buf *out)
+{
+	const json_t *p = row->pending;
+	const char *kind = json_string_value(json_object_get(p, "kind"));
+	int rc;
+	if (kind && strcmp(kind, "question") == 0) {
+		rc = buf_printf(out, "question: %s\nwrite the answer to input\n",
+				json_string_value(json_object_get(p, "question")) ?: "");
+	} else {
+		char *args = json_dumps(json_object_get(p, "arguments"), JSON_COMPACT | JSON_ENCODE_ANY);
+		const char *a = json_string_value(json_object_get(p, "arguments"));
+		rc = buf_printf(out, "approval: %s %s\nwrite approve or deny to ctl\n",
+				json_string_value(json_object_get(p, "tool")) ?: "?",
+				a ? a : args ? args : "");
+		free(args);
+	}
+	return rc < 0 ? -ENOMEM : 0;
+}
+
+static int text_with_newline(struct buf *out, const char *s)
+{
+	size_t n = strlen(s);
+	if (buf_append(out, s, n) < 0 || ((n == 0 || s[n - 1] != '\n') && buf_puts(out, "\n") < 0))
+		return -ENOMEM;
+	return 0;
+}
+
+/* Names of the files a run shows now, in sorted order. */
+static int run_names(const struct run_view *v, const struct run_row *row, bool has_chats,
+		     struct strlist *out)
+{
+	bool q = row->allowed_tools != NULL;
+	bool waiting = runstate_is_waiting(v->state);
+	const char *all[] = {
+		q ? "allowed-tools" : NULL,
+		"config",
+		"ctl",
+		v->state == RUNSTATE_FAILED ? "error" : NULL,
+		"events",
+		"info.json",
+		"input",
+		"messages.json",
+		waiting ? "pending" : NULL,
+		"prompt",
+		v->state == RUNSTATE_COMPLETED ? "result" : NULL,
+		"skills",
+		"status",
+		has_chats ? "subagents" : NULL,
+		"transcript",
+		"wait",
+	};
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		if (all[i] && strlist_add(out, all[i]) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+/* The bytes and mode of one top-level file of a run. */
+static int run_file(struct runs *r, const struct run_view *v, const struct run_row *row,
+		    const char *name, struct run_file *f)
+{
+	bool created = v->state == RUNSTATE_CREATED;
+	int rc = 0;
+	f->perm = 0444;
+	struct buf *out = &f->data;
+	if (strcmp(name, "status") == 0) {
+		rc = buf_printf(out, "%s\n", runstate_name(v->state));
+	} else if (strcmp(name, "prompt") == 0) {
+		f->perm = created ? 0644 : 0444;
+		if (created)
+			rc = v->prompt.len ? buf_append(out, v->prompt.data, v->prompt.len) : 0;
+		else if (row->prompt)
+			rc = buf_puts(out, row->prompt);
+	} else if (strcmp(name, "config") == 0) {
+		f->perm = created ? 0644 : 0444;
+		rc = buf_printf(out, "%s\n", created ? v->config : row->config);
+	} else if (strcmp(name, "skills") == 0) {
+		f->perm = created ? 0644 : 0444;
+		if (created) {
+			rc = v->forced.len ? buf_append(out, v->forced.data, v->forced.len) : 0;
+		} else {
+			for (size_t i = 0; rc == 0 && i < json_array_size(row->forced_skills); i++)
+				rc = buf_printf(out, "%s\n",
+						json_string_value(json_array_get(row->forced_skills, i)));
+		}
+	} else if (strcmp(name, "ctl") == 0) {
+		f->perm = runstate_is_terminal(v->state) ? 0444 : 0644;
+	} else if (strcmp(name, "input") == 0) {
+		f->perm = v->state == RUNSTATE_WAITING_FOR_INPUT ? 0644 : 0444;
+		if (row->input)
+			rc = text_with_newline(out, row->input);
+	} else if (strcmp(name, "info.json") == 0) {
+		return render_info(r, row, out);
+	} else if (strcmp(name, "allowed-tools") == 0) {
+		if (!row->allowed_tools)
+			return -ENOENT;
+		struct grants g = { 0 };
+		if (grants_from_json(row->allowed_tools, &g, NULL) < 0)
+			return buf_puts(out, "(the stored allow-list cannot be read)\n") < 0 ? -ENOMEM : 0;
+		rc = grants_format_lines(&g, out);
+		grants_free(&g);
+	} else if (strcmp(name, "transcript") == 0) {
+		rc = agent_transcript(r->store, row->id, out);
+	} else if (strcmp(name, "messages.json") == 0) {
+		rc = agent_messages_json(r->store, row->id, NULL, out);
+	} else if (strcmp(name, "events") == 0) {
+		rc = store_events_text(r->store, row->id, out, NULL);
+	} else if (strcmp(name, "pending") == 0) {
+		if (!runstate_is_waiting(v->state) || !row->pending)
+			return -ENOENT;
+		return render_pending(row, out);
+	} else if (strcmp(name, "result") == 0) {
+		if (v->state != RUNSTATE_COMPLETED)
+			return -ENOENT;
+		rc = text_with_newline(out, row->result ? row->result : "");
+	} else if (strcmp(name, "error") == 0) {
+		if (v->state != RUNSTATE_FAILED)
+			return -ENOENT;
+		rc = text_with_newline(out, row->error ? row->error : "failed");
+	} else if (strcmp(name, "wait") == 0) {
+		/* Settled: exactly what a read returns now. Otherwise empty to
+		 * a stat; a reader is held until the run settles (fs/). */
+		if (runstate_is_settled(v->state))
+			rc = buf_printf(out, "%s\n", runstate_name(v->state));
+	} else {
+		return -ENOENT;
+	}
+	return rc < 0 ? -ENOMEM : 0;
+}
+
+/* The chat rows of a run (sub-agents). */
+static int chats_of(struct runs *r, const char *id, struct chat_row **rows, size_t *n)
+{
+	*rows = NULL;
+	*n = 0;
+	return store_chats(r->store, id, rows, n, NULL);
+}
+
+static int subagent_file(struct runs *r, const struct run_row *row, const struct chat_row *c,
+			 const char *name, struct run_file *f)
+{
+	f->perm = 0444;
+	int rc;
+	if (strcmp(name, "transcript") == 0)
+		rc = agent_chat_transcript(r->store, row->id, c->chat_id, &f->data);
+	else if (strcmp(name, "messages.json") == 0)
+		rc = agent_messages_json(r->store, row->id, c->chat_id, &f->data);
+	else if (strcmp(name, "result") == 0 && c->result)
+		rc = text_with_newline(&f->data, c->result);
+	else if (strcmp(name, "state") == 0)
+		rc = buf_printf(&f->data, "%s\n", runstate_name(c->state));
+	else
+		return -ENOENT;
+	return rc < 0 ? -ENOMEM : 0;
+}
+
+/* Shared by readdir and stat: resolves runs/<id>/<sub>. With names set,
+ * lists a directory; with f set, fills a file or directory. */
+static int run_lookup(struct runs *r, const char *id, const char *sub, struct strlist *names,
+		      struct run_file *f)
+{
+	struct run_view v;
+	int rc = run_view_get(r, id, &v);
+	if (rc < 0)
+		return rc;
+	struct run_row row;
+	rc = store_run_get(r->store, id, &row, NULL);
+	if (rc < 0) {
+		run_view_free(&v);
+		return rc;
+	}
+	/* The in-memory state leads: the store may be a step ahead of what
+	 * waiters have been told, never behind. */
+	row.state = v.state;
+	struct chat_row *chats = NULL;
+	size_t nchats = 0;
+	chats_of(r, id, &chats, &nchats);
+	if (f) {
+		memset(f, 0, sizeof *f);
+		f->mtime = v.changed;
+	}
+	const char *slash = strchr(sub, '/');
+	if (sub[0] == '\0') {
+		if (names)
+			rc = run_names(&v, &row, nchats > 0, names);
+		else
+			f->dir = true, f->perm = 0555;
+	} else if (strncmp(sub, "subagents", 9) == 0 && (sub[9] == '\0' || sub[9] == '/')) {
+		if (!nchats) {
+			rc = -ENOENT;
+		} else if (sub[9] == '\0') {
+			if (names)
+				for (size_t i = 0; i < nchats && rc == 0; i++)
+					rc = strlist_add(names, chats[i].chat_id) < 0 ? -ENOMEM : 0;
+			else
+				f->dir = true, f->perm = 0555;
+		} else {
+			const char *chat = sub + 10;
+			const char *rest = strchr(chat, '/');
+			size_t clen = rest ? (size_t)(rest - chat) : strlen(chat);
+			const struct chat_row *c = NULL;
+			for (size_t i = 0; i < nchats && !c; i++)
+				if (strlen(chats[i].chat_id) == clen &&
+				    strncmp(chats[i].chat_id, chat, clen) == 0)
+					c = &chats[i];
+			if (!c) {
+				rc = -ENOENT;
+			} else if (!rest) {
+				if (names) {
+					const char *n4[] = { "messages.json", c->result ? "result" : NULL,
+							     "state", "transcript" };
+					for (size_t i = 0; i < 4 && rc == 0; i++)
+						if (n4[i])
+							rc = strlist_add(names, n4[i]) < 0 ? -ENOMEM : 0;
+				} else {
+					f->dir = true, f->perm = 0555;
+				}
+			} else if (names) {
+				rc = -ENOTDIR;
+			} else {
+				rc = subagent_file(r, &row, c, rest + 1, f);
+			}
+		}
+	} else if (slash) {
+		rc = -ENOENT;
+	} else if (names) {
+		rc = -ENOTDIR;
+	} else {
+		rc = run_file(r, &v, &row, sub, f);
+	}
+	if (rc < 0 && f)
+		buf_free(&f->data);
+	chat_rows_free(chats, nchats);
+	run_row_free(&row);
+	run_view_free(&v);
+	return rc;
+}
+
+int runs_readdir(struct runs *r, const char *id, const char *sub, struct strlist *out)
+{
+	return run_lookup(r, id, sub, out, NULL);
+}
+
+int runs_stat_file(struct runs *r, const char *id, const char *sub, struct run_file *f)
+{
+	return run_lookup(r, id, sub, NULL, f);
+}
+
+/* ---- writes (validated at once, D9) ---- */
+
+/* b with len bytes of data written at off (a gap is zero-filled), into
+ * out. Returns 0 or -ENOMEM. */
+static int apply_write(const struct buf *b, const char *data, size_t len, off_t off,
+		       struct buf *out)
+{
+	size_t o = (size_t)off;
+	size_t keep = b->len < o ? b->len : o;
+	if (buf_append(out, b->data ? b->data : "", keep) < 0)
+		return -ENOMEM;
+	while (out->len < o)
+		if (buf_append(out, "", 1) < 0)
+			return -ENOMEM;
+	if (buf_append(out, data, len) < 0)
+		return -ENOMEM;
+	if (b->len > o + len && buf_append(out, b->data + o + len, b->len - o - len) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Splits text into trimmed, non-empty lines. */
+static int split_lines(const char *text, size_t len, struct strlist *out)
+{
+	size_t i = 0;
+	while (i < len) {
+		size_t j = i;
+		while (j < len && text[j] != '\n')
+			j++;
+		size_t a = i, z = j;
+		while (a < z && (text[a] == ' ' || text[a] == '\t' || text[a] == '\r'))
+			a++;
+		while (z > a && (text[z - 1] == ' ' || text[z - 1] == '\t' || text[z - 1] == '\r'))
+			z--;
+		if (z > a && strlist_add_owned(out, strndup(text + a, z - a)) < 0)
+			return -ENOMEM;
+		i = j + 1;
+	}
+	return 0;
+}
+
+/* Whether s is valid UTF-8 (what JSON and the model need). */
+static bool utf8_valid(const char *s)
+{
+	json_t *j = json_string(s);
+	json_decref(j);
+	return j != NULL;
+}
+
+static bool has_nul(const char *data, size_t len)
+{
+	return memchr(data, '\0', len) != NULL;
+}
+
+/* The configuration name in text (one line), checked against the config in
+ * force: 0 and *name, or -EINVAL. */
+static int check_config_name(struct runs *r, const struct buf *text, char **name)
+{
+	struct strlist lines = { 0 };
+	int rc = split_lines(text->data ? text->data : "", text->len, &lines);
+	if (rc == 0 && lines.n != 1)
+		rc = lines.n == 0 ? -EAGAIN : -EINVAL;
+	if (rc == 0) {
+		struct snapshot *s = engine_snapshot(r->engine);
+		if (!config_find(snapshot_config(s), lines.items[0]))
+			rc = -EINVAL;
+		snapshot_unref(s);
+	}
+	if (rc == 0) {
+		*name = lines.items[0];
+		lines.items[0] = NULL;
+	}
+	strlist_free(&lines);
+	return rc;
+}
+
+/* Forced skills in text, one per line, each a catalogue skill. */
+static int check_skills(struct runs *r, const struct buf *text, struct strlist *out)
+{
+	int rc = split_lines(text->data ? text->data : "", text->len, out);
+	if (rc < 0)
+		return rc;
+	struct snapshot *s = engine_snapshot(r->engine);
+	for (size_t i = 0; i < out->n && rc == 0; i++)
+		if (!catalog_find(s->catalog, out->items[i]))
+			rc = -EINVAL;
+	snapshot_unref(s);
+	return rc;
+}
+
+static json_t *strlist_json(const struct strlist *l)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < l->n; i++)
+		if (json_array_append_new(a, json_string(l->items[i])) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+/* ctl: cancel, approve, deny. Called with the lock held; returns with it
+ * held. */
+static int apply_ctl(struct runs *r, struct run *run, const char *cmd)
+{
+	enum runstate st = run->state;
+	struct run_change ch = { 0 };
+	if (strcmp(cmd, "cancel") == 0) {
+		if (runstate_is_terminal(st))
+			return -EINVAL;
+		if (st == RUNSTATE_RUNNING && run->busy) {
+			__atomic_store_n(&run->cancel_requested, true, __ATOMIC_RELEASE);
+			return 0;
+		}
+		return store_run_transition(r->store, run->id, st, RUNSTATE_CANCELLED, NULL, NULL);
+	}
+	if (strcmp(cmd, "approve") == 0 || strcmp(cmd, "deny") == 0) {
+		if (st != RUNSTATE_WAITING_FOR_APPROVAL)
+			return -EINVAL;
+		ch.input = cmd;
+		int rc = store_run_transition(r->store, run->id, st, RUNSTATE_RUNNING, &ch, NULL);
+		if (rc == 0) {
+			run->state = RUNSTATE_RUNNING;
+			rc = queue_push(r, run->id) < 0 ? -ENOMEM : 0;
+		}
+		return rc;
+	}
+	return -EINVAL;
+}
+
+ssize_t runs_write(struct runs *r, const char *id, const char *name, const char *data,
+		   size_t len, off_t off)
+{
+	if (off < 0)
+		return -EINVAL;
+	struct snapshot *s = engine_snapshot(r->engine);
+	long prompt_max = snapshot_config(s)->prompt_max_bytes;
+	snapshot_unref(s);
+	pthread_mutex_lock(&r->lock);
+	struct run *run = run_find(r, id);
+	ssize_t rc = 0;
+	bool changed = false;
+	struct buf tmp = { 0 };
+	if (!run) {
+		rc = -ENOENT;
+	} else if (strcmp(name, "prompt") == 0) {
+		if (run->state != RUNSTATE_CREATED)
+			rc = -EACCES;
+		else if ((uint64_t)off + len > (uint64_t)prompt_max)
+			rc = -EFBIG;
+		else if (has_nul(data, len))
+			rc = -EINVAL;
+		else if ((rc = apply_write(&run->prompt, data, len, off, &tmp)) == 0) {
+			buf_free(&run->prompt);
+			run->prompt = tmp;
+			tmp = (struct buf){ 0 };
+			run->prompt_written = true;
+			changed = true;
+		}
+		if (rc == -EFBIG || rc == -EINVAL) {
+			/* Drop what came before too: a prompt cut short must not
+			 * start a run when the file is closed. */
+			buf_free(&run->prompt);
+			run->prompt_written = false;
+			run->prompt_refused = true;
+			changed = true;
+		}
+	} else if (strcmp(name, "config") == 0 || strcmp(name, "skills") == 0) {
+		bool is_config = name[0] == 'c';
+		struct buf *file = is_config ? &run->config_file : &run->skills_file;
+		if (run->state != RUNSTATE_CREATED)
+			rc = -EACCES;
+		else if ((uint64_t)off + len > (is_config ? CONFIG_NAME_MAX + 2 : SKILLS_FILE_MAX))
+			rc = -EFBIG;
+		else if (has_nul(data, len))
+			rc = -EINVAL;
+		else
+			rc = apply_write(file, data, len, off, &tmp);
+		if (rc == 0 && is_config) {
+			char *cfg = NULL;
+			rc = check_config_name(r, &tmp, &cfg);
+			if (rc == -EAGAIN) {
+				rc = 0; /* blank so far: nothing to take yet */
+			} else if (rc == 0) {
+				rc = store_run_set_config(r->store, id, cfg, NULL);
+				if (rc == 0) {
+					free(run->config);
+					run->config = cfg;
+					cfg = NULL;
+				}
+			}
+			free(cfg);
+		} else if (rc == 0) {
+			struct strlist forced = { 0 };
+			rc = check_skills(r, &tmp, &forced);
+			json_t *j = rc == 0 ? strlist_json(&forced) : NULL;
+			if (rc == 0 && !j)
+				rc = -ENOMEM;
+			if (rc == 0)
+				rc = store_run_set_forced_skills(r->store, id, j, NULL);
+			json_decref(j);
+			if (rc == 0) {
+				strlist_free(&run->forced);
+				run->forced = forced;
+			} else {
+				strlist_free(&forced);
+			}
+		}
+		if (rc == 0) {
+			buf_free(file);
+			*file = tmp;
+			tmp = (struct buf){ 0 };
+			changed = true;
+		}
+	} else if (strcmp(name, "ctl") == 0) {
+		struct strlist words = { 0 };
+		rc = split_lines(data, len, &words);
+		if (rc == 0)
+			rc = words.n == 1 ? apply_ctl(r, run, words.items[0]) : -EINVAL;
+		strlist_free(&words);
+		changed = rc == 0;
+	} else if (strcmp(name, "input") == 0) {
+		if (run->state != RUNSTATE_WAITING_FOR_INPUT)
+			rc = -EACCES;
+		else if ((uint64_t)off + len > INPUT_MAX)
+			rc = -EFBIG;
+		else if (has_nul(data, len))
+			rc = -EINVAL;
+		else if ((rc = apply_write(&run->input, data, len, off, &tmp)) == 0) {
+			buf_free(&run->input);
+			run->input = tmp;
+			tmp = (struct buf){ 0 };
+			run->input_written = true;
+		}
+	} else {
+		rc = -EACCES;
+	}
+	if (changed)
+		clock_gettime(CLOCK_REALTIME, &run->changed);
+	pthread_mutex_unlock(&r->lock);
+	buf_free(&tmp);
+	if (changed)
+		refresh(r, id);
+	return rc < 0 ? rc : (ssize_t)len;
+}
+
+int runs_truncate(struct runs *r, const char *id, const char *name, off_t size)
+{
+	if (size < 0)
+		return -EINVAL;
+	pthread_mutex_lock(&r->lock);
+	struct run *run = run_find(r, id);
+	int rc = 0;
+	struct buf *b = NULL;
+	if (!run)
+		rc = -ENOENT;
+	else if (strcmp(name, "ctl") == 0)
+		rc = runstate_is_terminal(run->state) ? -EACCES : 0;
+	else if (strcmp(name, "input") == 0) {
+		b = &run->input;
+		if (run->state != RUNSTATE_WAITING_FOR_INPUT)
+			rc = -EACCES;
+	}
+	else if (strcmp(name, "prompt") == 0) {
+		b = &run->prompt;
+		if (run->state == RUNSTATE_CREATED)
+			run->prompt_refused = false; /* written anew from here */
+	}
+	else if (strcmp(name, "config") == 0)
+		b = &run->config_file;
+	else if (strcmp(name, "skills") == 0)
+		b = &run->skills_file;
+	else
+		rc = -EACCES;
+	if (rc == 0 && b && b != &run->input && run->state != RUNSTATE_CREATED)
+		rc = -EACCES;
+	if (rc == 0 && b && (size_t)size < b->len) {
+		b->len = (size_t)size;
+		if (b->data)
+			b->data[b->len] = '\0';
+	}
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+/* Enqueues a created run whose prompt was closed (R6): the allow-list is
+ * resolved now and stored with it. */
+static void enqueue(struct runs *r, const char *id)
+{
+	pthread_mutex_lock(&r->lock);
+	struct run *run = run_find(r, id);
+	if (!run || run->state != RUNSTATE_CREATED || !run->prompt_written || !run->prompt.len ||
+	    run->prompt_refused) {
+		pthread_mutex_unlock(&r->lock);
+		return;
+	}
+	run->prompt_written = false;
+	char *prompt = strndup(run->prompt.data, run->prompt.len);
+	char *config = strdup(run->config);
+	json_t *forced = strlist_json(&run->forced);
+	const char **names = calloc(run->forced.n ? run->forced.n : 1, sizeof *names);
+	size_t nforced = run->forced.n;
+	for (size_t i = 0; names && i < nforced; i++)
+		names[i] = run->forced.items[i];
+	struct snapshot *s = engine_snapshot(r->engine);
+	const struct config *c = snapshot_config(s);
+	const struct configuration *cfg = config ? config_find(c, config) : NULL;
+	struct resolution *res = NULL;
+	json_t *allow = NULL;
+	const char *error = NULL;
+	char msg[256];
+	if (!prompt || !config || !forced || !names) {
+		error = "out of memory while enqueueing the run";
+	} else if (!cfg) {
+		snprintf(msg, sizeof msg,
+			 "configuration '%s' does not exist (any more) in the config file", config);
+		error = msg;
+	} else if (!utf8_valid(prompt)) {
+		error = "the prompt is not valid UTF-8";
+	} else if (!(res = resolution_build(c, s->catalog, cfg, names, nforced)) ||
+		   !(allow = grants_to_json(&res->grants))) {
+		error = "out of memory while resolving the allow-list";
+	}
+	int rc;
+	if (error)
+		rc = store_run_transition(r->store, id, RUNSTATE_CREATED, RUNSTATE_FAILED,
+					  &(struct run_change){ .error = error }, NULL);
+	else if ((rc = store_run_enqueue(r->store, id, config, prompt, forced, allow, NULL,
+					 NULL)) == 0) {
+		run->state = RUNSTATE_QUEUED;
+		rc = queue_push(r, id);
+	}
+	pthread_mutex_unlock(&r->lock);
+	(void)rc;
+	resolution_free(res);
+	json_decref(allow);
+	snapshot_unref(s);
+	json_decref(forced);
+	free(names);
+	free(prompt);
+	free(config);
+	refresh(r, id);
+}
+
+int runs_flush(struct runs *r, const char *id, const char *name)
+{
+	if (strcmp(name, "prompt") == 0) {
+		enqueue(r, id);
+		return 0;
+	}
+	if (strcmp(name, "input") != 0)
+		return 0;
+	pthread_mutex_lock(&r->lock);
+	struct run *run = run_find(r, id);
+	int rc = 0;
+	bool moved = false;
+	if (run && run->state == RUNSTATE_WAITING_FOR_INPUT && run->input_written) {
+		run->input_written = false;
+		char *text = strndup(run->input.data ? run->input.data : "", run->input.len);
+		if (!text) {
+			rc = -ENOMEM;
+		} else if (!utf8_valid(text)) {
+			rc = -EINVAL;
+		} else {
+			rc = store_run_transition(r->store, id, RUNSTATE_WAITING_FOR_INPUT,
+						  RUNSTATE_RUNNING,
+						  &(struct run_change){ .input = text }, NULL);
+			if (rc == 0) {
+				run->state = RUNSTATE_RUNNING;
+				rc = queue_push(r, id) < 0 ? -ENOMEM : 0;
+			}
+			moved = rc == 0;
+		}
+		free(text);
+		buf_free(&run->input);
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (moved)
+		refresh(r, id);
+	return rc;
+}
+
+/* ---- waiting ---- */
+
+int runs_wait(struct runs *r, const char *id, runs_wait_fn fn, void *arg, char *status,
+	      size_t size, uint64_t *handle)
+{
+	pthread_mutex_lock(&r->lock);
+	struct run *run = run_find(r, id);
+	int rc;
+	if (!run) {
+		rc = -ENOENT;
+	} else if (r->stopping) {
+		rc = -EINTR;
+	} else if (runstate_is_settled(run->state)) {
+		snprintf(status, size, "%s", runstate_name(run->state));
+		rc = 0;
+	} else {
+		struct waiter *w = calloc(1, sizeof *w);
+		if (!w) {
+			rc = -ENOMEM;
+		} else {
+			w->handle = r->next_handle++;
+			snprintf(w->id, sizeof w->id, "%s", id);
+			w->fn = fn;
+			w->arg = arg;
+			w->next = r->waiters;
+			r->waiters = w;
+			*handle = w->handle;
+			rc = 1;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+bool runs_wait_cancel(struct runs *r, uint64_t handle)
+{
+	pthread_mutex_lock(&r->lock);
+	bool found = false;
+	for (struct waiter **pp = &r->waiters; *pp; pp = &(*pp)->next) {
+		if ((*pp)->handle == handle) {
+			struct waiter *w = *pp;
+			*pp = w->next;
+			free(w);
+			found = true;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	return found;
+}

@@ -1,0 +1,109 @@
+/* runs: the run manager (DESIGN.md section 6). It owns the store, the
+ * queue and the worker threads, and answers everything the mount asks
+ * about runs/: which runs and files exist, their bytes, and what a write,
+ * truncate, flush, mkdir or rmdir does. FUSE threads only ever call the
+ * quick functions here; models and tools run on the workers. */
+#ifndef SKILLFS_RUNS_H
+#define SKILLFS_RUNS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "buf.h"
+#include "runstate.h"
+#include "strlist.h"
+
+struct engine;
+struct runs;
+
+#define RUN_ID_MAX 64
+
+/* Called (from any thread, never with runs locks held) after anything of
+ * run id changed: its state, a file's bytes, or which files exist. created
+ * or removed say that the run directory itself appeared or went away. */
+typedef void (*runs_change_fn)(void *arg, const char *id, bool created, bool removed,
+			       bool state_changed);
+
+/* Called once when a wait ends: err is 0 and status the run's state name,
+ * or err is EINTR (shutdown) / ENOENT (the run was removed). */
+typedef void (*runs_wait_fn)(void *arg, int err, const char *status);
+
+/* Opens the store at state_path (creating its directory), loads every run,
+ * re-queues queued runs and resumes interrupted ones (R7), and starts the
+ * configured number of workers. Returns NULL with *err set. */
+struct runs *runs_open(struct engine *e, const char *state_path, char **err);
+
+/* Sets the change callback (before any run can change). */
+void runs_set_change_fn(struct runs *r, runs_change_fn fn, void *arg);
+
+/* Begins shutdown: answers every pending wait with EINTR (and any later
+ * one), and tells the workers to stop after the current step. Does not
+ * block. */
+void runs_stop(struct runs *r);
+
+/* Answers every pending wait with EINTR, stops the workers (a run in the
+ * middle of a step stays running and resumes at the next mount), and
+ * closes the store. NULL is ignored. */
+void runs_close(struct runs *r);
+
+/* Whether id is a valid run id: 1-64 of A-Za-z0-9._- and not . or .. */
+bool runs_id_valid(const char *id);
+
+/* mkdir runs/<id>: -EINVAL for a bad id, -EEXIST when taken. */
+int runs_create(struct runs *r, const char *id);
+/* rmdir runs/<id>: -ENOENT, or -EBUSY while the run is active. */
+int runs_remove(struct runs *r, const char *id);
+/* A fresh id no run uses (creates nothing), NUL-terminated. It stays the
+ * same until a run takes it; *mtime (may be NULL) says since when. */
+void runs_new_id(struct runs *r, char *out, size_t size, struct timespec *mtime);
+/* Every run id, sorted. */
+int runs_list(struct runs *r, struct strlist *out);
+/* Whether a run exists. */
+bool runs_exists(struct runs *r, const char *id);
+
+/* One file of a run as the mount shows it. */
+struct run_file {
+	bool dir;              /* subagents/ and subagents/<chat>/ */
+	mode_t perm;           /* 0444, or 0644 while writable */
+	struct buf data;       /* the bytes (files only) */
+	struct timespec mtime;
+};
+
+/* The names in runs/<id>/<sub> (sub "" = the run directory,
+ * "subagents", or "subagents/<chat>"), sorted; -ENOENT/-ENOTDIR. */
+int runs_readdir(struct runs *r, const char *id, const char *sub, struct strlist *out);
+/* The file or directory runs/<id>/<sub>; free f->data with buf_free. The
+ * `wait` file holds the status when the run is settled, else nothing (a
+ * reader is held until it settles: fs/ does that). -ENOENT when it does
+ * not exist (yet). */
+int runs_stat_file(struct runs *r, const char *id, const char *sub, struct run_file *f);
+
+/* Writes to runs/<id>/<name> (prompt, config, skills, ctl, input),
+ * validated at once (D9): -EACCES when the file is read-only now, -EINVAL
+ * for an unknown configuration, skill or command, -EFBIG over a size cap.
+ * Returns the bytes taken or a negative errno; nothing changes on error. */
+ssize_t runs_write(struct runs *r, const char *id, const char *name, const char *data,
+		   size_t len, off_t off);
+/* Truncates a writable file (O_TRUNC). Same errors as runs_write. */
+int runs_truncate(struct runs *r, const char *id, const char *name, off_t size);
+/* A close (flush) of runs/<id>/<name>: a written, non-empty prompt
+ * enqueues the run (R6); a written input answers a question. */
+int runs_flush(struct runs *r, const char *id, const char *name);
+
+/* Waits until run id is settled (completed, failed, cancelled, or waiting
+ * for a person). Returns 0 and copies the state name into status (size
+ * bytes) when it is settled now; 1 when fn will be called later (then
+ * *handle identifies the wait); or a negative errno. */
+int runs_wait(struct runs *r, const char *id, runs_wait_fn fn, void *arg, char *status,
+	      size_t size, uint64_t *handle);
+/* Cancels a pending wait; returns true when it was still pending (fn will
+ * not be called), false when fn has been or is being called. */
+bool runs_wait_cancel(struct runs *r, uint64_t handle);
+
+/* The state of a run (-ENOENT when there is none). */
+int runs_state(struct runs *r, const char *id, enum runstate *out);
+
+#endif

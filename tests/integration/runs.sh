@@ -1,0 +1,314 @@
+#!/usr/bin/env bash
+# Integration: runs through a real mount (DESIGN.md section 6, R3, R5-R8,
+# D8-D10; issue "Runs"). Real echo (the bash builtin), cat, test, mkdir,
+# rmdir, ls; the echo provider or the scripted tests/fake_model.
+. "$(dirname "$0")/lib.sh"
+
+: "${FAKE_MODEL:?FAKE_MODEL must name tests/fake_model}"
+
+# make_skill DIR NAME ALLOWED: a skill; ALLOWED is the allowed-tools value
+# or "-" for none.
+make_skill() {
+	mkdir -p "$1/$2"
+	{
+		echo "---"
+		echo "name: $2"
+		echo "description: test skill $2"
+		[ "$3" = "-" ] || echo "allowed-tools: $3"
+		echo "---"
+		echo "Body of $2."
+	} >"$1/$2/SKILL.md"
+}
+
+# write_config MODEL_YAML WORKERS: config.yaml with skills decl-a
+# (read, write), decl-b (read), empty ([]), free (undeclared).
+write_config() {
+	rm -rf "$T/skills" "$T/state"
+	mkdir -p "$T/skills"
+	make_skill "$T/skills" decl-a "[read, write]"
+	make_skill "$T/skills" decl-b "[read]"
+	make_skill "$T/skills" empty "[]"
+	make_skill "$T/skills" free -
+	cat >"$T/config.yaml" <<CFG
+sources: [{path: skills, trust: first_party}]
+model: $1
+runs: {workers: $2, prompt_max_bytes: 4096}
+configurations:
+  default: {skills: [decl-a, decl-b, free]}
+  locked: {skills: [empty, free]}
+  open: {skills: [free]}
+CFG
+}
+
+echo_model='{provider: echo}'
+start_with() { start_mount -c "$T/config.yaml" --state "$T/state/state.db"; }
+
+new_run() { # -> prints the id of a fresh, created run
+	local id
+	id=$(cat "$MNT/runs/new") || return 1
+	mkdir "$MNT/runs/$id" || return 1
+	echo "$id"
+}
+
+test_echo_run_reads_result() {
+	write_config "$echo_model" 2
+	start_with || return
+	assert_eq "new" "$(ls "$MNT/runs")" "runs/ holds only new before any run"
+	local a id
+	a=$(cat "$MNT/runs/new")
+	cat "$MNT/runs/new" >/dev/null
+	assert_eq "new" "$(ls "$MNT/runs")" "reading runs/new created something"
+	id=$(new_run) || { fail "mkdir failed"; return; }
+	assert_eq "$a" "$id" "mkdir takes the id runs/new offered"
+	[ "$(cat "$MNT/runs/new")" != "$id" ] || fail "runs/new still offers a taken id"
+	assert_eq created "$(cat "$MNT/runs/$id/status")" "status after mkdir"
+	echo "hello skillfs" >"$MNT/runs/$id/prompt"
+	assert_eq completed "$(cat "$MNT/runs/$id/wait")" "wait returns the final status"
+	assert_eq completed "$(cat "$MNT/runs/$id/status")" "status"
+	grep -q "hello skillfs" "$MNT/runs/$id/result" || fail "result lacks the prompt: $(cat "$MNT/runs/$id/result")"
+	grep -q "read" "$MNT/runs/$id/result" || fail "echo did not state the offered tools"
+	[ ! -e "$MNT/runs/$id/error" ] || fail "error file on a completed run"
+	assert_eq "$(printf 'read\nwrite')" "$(cat "$MNT/runs/$id/allowed-tools")" "stored allow-list (R6)"
+	grep -q "hello skillfs" "$MNT/runs/$id/transcript" || fail "transcript lacks the prompt"
+	python3 -m json.tool "$MNT/runs/$id/messages.json" >/dev/null || fail "messages.json is not JSON"
+	python3 -m json.tool "$MNT/runs/$id/info.json" >/dev/null || fail "info.json is not JSON"
+	while read -r line; do
+		python3 -c 'import json,sys; json.loads(sys.argv[1])' "$line" || fail "events line not JSON: $line"
+	done <"$MNT/runs/$id/events"
+	local f
+	for f in "$MNT/runs/$id"/*; do
+		[ "$(basename "$f")" = wait ] && continue
+		assert_eq "$(wc -c <"$f")" "$(stat -c %s "$f")" "stat size of $(basename "$f")"
+	done
+}
+
+test_R3_declared_empty_gives_plain_completion() {
+	write_config "$echo_model" 2
+	start_with || return
+	local id
+	id=$(new_run) || { fail "mkdir failed"; return; }
+	echo locked >"$MNT/runs/$id/config"
+	echo "no tools please" >"$MNT/runs/$id/prompt"
+	assert_eq completed "$(cat "$MNT/runs/$id/wait")" "wait"
+	assert_eq 0 "$(stat -c %s "$MNT/runs/$id/allowed-tools")" "stored list is empty"
+	grep -q "tools offered: none" "$MNT/runs/$id/result" ||
+		fail "a [] configuration must be a plain completion: $(cat "$MNT/runs/$id/result")"
+}
+
+test_R7_queued_run_list_shrinks_never_grows() {
+	printf '[{"sleep_ms": 1500, "dump_request": true}]\n' >"$T/script.json"
+	write_config "{provider: command, command: [$FAKE_MODEL, $T/script.json], timeout: 30}" 1
+	start_with || return
+	local first second
+	first=$(new_run) && second=$(new_run) || { fail "mkdir failed"; return; }
+	echo "occupy the only worker" >"$MNT/runs/$first/prompt"
+	wait_for 2 grep -qx running "$MNT/runs/$first/status" || fail "first run not running"
+	echo "queued behind" >"$MNT/runs/$second/prompt"
+	assert_eq queued "$(cat "$MNT/runs/$second/status")" "second run waits in the queue"
+	assert_eq "$(printf 'read\nwrite')" "$(cat "$MNT/runs/$second/allowed-tools")" "stored at enqueue"
+	# While it waits: the skill granting write goes, and another skill now
+	# declares bash too.
+	rm -rf "$T/skills/decl-a"
+	sed -i 's/^allowed-tools: .*/allowed-tools: [read, bash]/' "$T/skills/decl-b/SKILL.md"
+	wait_for 2 grep -qx 'bash' "$MNT/configs/default/allowed-tools" || fail "config did not reload"
+	assert_eq completed "$(cat "$MNT/runs/$second/wait")" "second run"
+	local res=$MNT/runs/$second/result
+	grep -Eq '"name": ?"read"' "$res" || fail "read must stay offered: $(head -c 400 "$res")"
+	grep -Eq '"name": ?"write"' "$res" && fail "write was removed while queued but still offered"
+	grep -Eq '"name": ?"bash"' "$res" && fail "bash was added while queued: a wait must never widen"
+	return 0
+}
+
+test_bad_writes_get_errno() {
+	write_config "$echo_model" 2
+	start_with || return
+	local id
+	id=$(new_run) || { fail "mkdir failed"; return; }
+	expect_fail "Invalid argument" bash -c "echo no-such-config > '$MNT/runs/$id/config'"
+	assert_eq default "$(cat "$MNT/runs/$id/config")" "a refused config write changes nothing"
+	expect_fail "Invalid argument" bash -c "echo no-such-skill > '$MNT/runs/$id/skills'"
+	expect_fail "File too large" bash -c "printf '%5000s' x > '$MNT/runs/$id/prompt'"
+	assert_eq created "$(cat "$MNT/runs/$id/status")" "an oversized prompt starts nothing"
+	echo open >"$MNT/runs/$id/config"
+	echo free >"$MNT/runs/$id/skills"
+	echo "go" >"$MNT/runs/$id/prompt"
+	cat "$MNT/runs/$id/wait" >/dev/null
+	expect_fail "Permission denied" bash -c "echo again > '$MNT/runs/$id/prompt'"
+	expect_fail "Permission denied" bash -c "echo default > '$MNT/runs/$id/config'"
+	expect_fail "Permission denied" bash -c "echo free > '$MNT/runs/$id/skills'"
+	expect_fail "Permission denied" bash -c "echo x > '$MNT/runs/$id/status'"
+	expect_fail "Invalid argument" mkdir "$MNT/runs/bad:id"
+	expect_fail "Invalid argument" mkdir "$MNT/runs/has space"
+	expect_fail "Invalid argument" mkdir "$MNT/runs/$(printf 'x%.0s' $(seq 1 65))"
+	expect_fail "File exists" mkdir "$MNT/runs/$id"
+	expect_fail "Permission denied" bash -c "echo cancel > '$MNT/runs/$id/ctl'"
+	local other
+	other=$(new_run) || return
+	expect_fail "Invalid argument" bash -c "echo explode > '$MNT/runs/$other/ctl'"
+	assert_eq created "$(cat "$MNT/runs/$other/status")" "a refused ctl write changes nothing"
+	assert_eq open "$(cat "$MNT/runs/$id/config")" "config kept"
+	assert_eq free "$(cat "$MNT/runs/$id/skills")" "forced skills kept"
+}
+
+test_rmdir_and_cancel() {
+	printf '[{"sleep_ms": 3000}]\n' >"$T/script.json"
+	write_config "{provider: command, command: [$FAKE_MODEL, $T/script.json], timeout: 30}" 1
+	start_with || return
+	local busy queued
+	busy=$(new_run) && queued=$(new_run) || { fail "mkdir failed"; return; }
+	echo "slow" >"$MNT/runs/$busy/prompt"
+	echo "next" >"$MNT/runs/$queued/prompt"
+	expect_fail "Device or resource busy" rmdir "$MNT/runs/$busy"
+	echo cancel >"$MNT/runs/$queued/ctl"
+	assert_eq cancelled "$(cat "$MNT/runs/$queued/wait")" "cancelled while queued"
+	echo cancel >"$MNT/runs/$busy/ctl"
+	assert_eq cancelled "$(timeout 5 cat "$MNT/runs/$busy/wait")" "cancelled while running"
+	rmdir "$MNT/runs/$busy" || fail "rmdir of a finished run failed"
+	[ ! -e "$MNT/runs/$busy" ] || fail "run still there after rmdir"
+	ls "$MNT/runs" | grep -qx "$busy" && fail "removed run still listed"
+	return 0
+}
+
+test_result_appears_for_polling_scripts() {
+	printf '[{"sleep_ms": 600}]\n' >"$T/script.json"
+	write_config "{provider: command, command: [$FAKE_MODEL, $T/script.json], timeout: 30}" 1
+	start_with || return
+	local id
+	id=$(new_run) || { fail "mkdir failed"; return; }
+	echo "poll me" >"$MNT/runs/$id/prompt"
+	[ ! -e "$MNT/runs/$id/result" ] || fail "result exists before the run ends"
+	local n=0
+	until test -e "$MNT/runs/$id/result"; do
+		n=$((n + 1))
+		[ $n -lt 500 ] || { fail "result never appeared to test -e"; return; }
+		sleep 0.02
+	done
+	grep -q "echo: poll me" "$MNT/runs/$id/result" || fail "result: $(cat "$MNT/runs/$id/result")"
+	# poll() on status wakes when the run settles
+	local id2
+	id2=$(new_run) || return
+	echo "poll status" >"$MNT/runs/$id2/prompt"
+	python3 - "$MNT/runs/$id2/status" <<'PY' || fail "poll() on status did not report the settled run"
+import select, sys, time
+f = open(sys.argv[1], "rb")
+p = select.poll()
+p.register(f, select.POLLIN)
+t = time.time()
+while time.time() - t < 10:
+    if p.poll(10000):
+        f.seek(0)
+        if f.read().strip() == b"completed":
+            sys.exit(0)
+    with open(sys.argv[1], "rb") as g:
+        if g.read().strip() == b"completed":
+            sys.exit(0)
+sys.exit(1)
+PY
+}
+
+test_fifty_runs_four_workers() {
+	write_config "$echo_model" 4
+	sed -i 's/workers: 4/workers: 4/' "$T/config.yaml"
+	start_with || return
+	local ids=() i id
+	for i in $(seq 1 50); do
+		id=$(new_run) || { fail "mkdir $i failed"; return; }
+		ids+=("$id")
+	done
+	local writers=()
+	for i in "${!ids[@]}"; do
+		echo "run number $i" >"$MNT/runs/${ids[$i]}/prompt" &
+		writers+=($!)
+	done
+	wait "${writers[@]}"
+	for i in "${!ids[@]}"; do
+		assert_eq completed "$(timeout 30 cat "$MNT/runs/${ids[$i]}/wait")" "run $i"
+		grep -q "echo: run number $i\$" "$MNT/runs/${ids[$i]}/result" ||
+			fail "run $i result: $(cat "$MNT/runs/${ids[$i]}/result")"
+	done
+}
+
+test_hundred_waiters_do_not_stall_the_mount() {
+	printf '[{"sleep_ms": 4000}]\n' >"$T/script.json"
+	write_config "{provider: command, command: [$FAKE_MODEL, $T/script.json], timeout: 30}" 1
+	start_with || return
+	local id i
+	id=$(new_run) || return
+	echo "slow" >"$MNT/runs/$id/prompt"
+	local readers=()
+	for i in $(seq 1 100); do
+		cat "$MNT/runs/$id/wait" >"$T/w.$i" 2>&1 &
+		readers+=($!)
+	done
+	sleep 0.5
+	local s e
+	s=$(date +%s%N)
+	ls "$MNT/skills" >/dev/null && cat "$MNT/skills/decl-a/SKILL.md" >/dev/null && ls "$MNT/runs" >/dev/null &&
+		cat "$MNT/runs/$id/status" >/dev/null || fail "mount did not answer with 100 blocked readers"
+	e=$(date +%s%N)
+	[ $(((e - s) / 1000000)) -lt 500 ] || fail "mount took $(((e - s) / 1000000)) ms with 100 blocked readers"
+	assert_eq running "$(cat "$MNT/runs/$id/status")" "the run is still going while they wait"
+	wait "${readers[@]}"
+	for i in $(seq 1 100); do
+		[ "$(cat "$T/w.$i")" = completed ] || { fail "reader $i got: $(cat "$T/w.$i")"; break; }
+	done
+}
+
+test_sigterm_with_blocked_readers() {
+	printf '[{"sleep_ms": 10000}]\n' >"$T/script.json"
+	write_config "{provider: command, command: [$FAKE_MODEL, $T/script.json], timeout: 30}" 1
+	start_with || return
+	local id i
+	id=$(new_run) || return
+	echo "slow" >"$MNT/runs/$id/prompt"
+	local pids=()
+	for i in $(seq 1 20); do
+		cat "$MNT/runs/$id/wait" >"$T/r.$i" 2>&1 &
+		pids+=($!)
+	done
+	sleep 0.3
+	local s e
+	s=$(date +%s%N)
+	kill -TERM "$DAEMON_PID"
+	for _ in $(seq 1 100); do kill -0 "$DAEMON_PID" 2>/dev/null || break; sleep 0.02; done
+	e=$(date +%s%N)
+	kill -0 "$DAEMON_PID" 2>/dev/null && fail "daemon still alive 2 s after SIGTERM"
+	[ $(((e - s) / 1000000)) -lt 2000 ] || fail "SIGTERM took $(((e - s) / 1000000)) ms"
+	local ok=0
+	for i in "${!pids[@]}"; do
+		if wait "${pids[$i]}"; then ok=$((ok + 1)); fi
+	done
+	assert_eq 0 "$ok" "every blocked reader must get an error"
+	grep -qs " $MNT fuse" /proc/self/mounts && fail "still mounted after SIGTERM"
+	return 0
+}
+
+test_sigkill_mid_run_then_remount_completes() {
+	cat >"$T/script.json" <<'JSON'
+[{"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+  "function": {"name": "write", "arguments": "{\"path\": \"a.txt\", \"content\": \"hi\"}"}}]},
+ {"sleep_ms": 3000, "role": "assistant", "content": "finished after the crash"}]
+JSON
+	write_config "{provider: command, command: [$FAKE_MODEL, $T/script.json], timeout: 30}" 1
+	start_with || return
+	local id
+	id=$(new_run) || return
+	echo "crash me" >"$MNT/runs/$id/prompt"
+	wait_for 5 grep -q '"role": "tool"' "$MNT/runs/$id/messages.json" || fail "tool step not committed"
+	sleep 0.3
+	kill -KILL "$DAEMON_PID"
+	wait "$DAEMON_PID" 2>/dev/null
+	DAEMON_PID=
+	fusermount3 -uz "$MNT" 2>/dev/null
+	start_with || return
+	assert_eq completed "$(timeout 20 cat "$MNT/runs/$id/wait")" "resumed run"
+	assert_eq "finished after the crash" "$(cat "$MNT/runs/$id/result")" "result"
+	python3 - "$MNT/runs/$id/messages.json" <<'PY' || fail "messages lost or duplicated: $(cat "$MNT/runs/$id/messages.json")"
+import json, sys
+m = json.load(open(sys.argv[1]))
+roles = [x["role"] for x in m]
+assert roles == ["system", "user", "assistant", "tool", "assistant"], roles
+PY
+}
+
+run_tests

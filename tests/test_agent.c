@@ -1,0 +1,1228 @@
+/* Tests for the agent loop (DESIGN.md R3, R5, R7, R10-R16, D3, sections 6
+ * and 7), with an in-process scripted model, a temporary store and a
+ * temporary workspace. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "buf.h"
+#include "catalog.h"
+#include "config.h"
+#include "grants.h"
+#include "model.h"
+#include "resolution.h"
+#include "store.h"
+
+/* ---- the scripted model -------------------------------------------------- */
+
+/* Replies are taken in order, whatever the chat. An entry is
+ * {"message": {...}, "usage"?: {...}} or {"error": "text"}; "cancel": true
+ * raises the test's cancel flag before replying. Every request is recorded
+ * as {"chat_id", "turn", "tools": [names] | null, "messages": [...]}. */
+struct script {
+	json_t *replies;
+	size_t next;
+	json_t *requests;
+	bool *cancel;
+	bool *stop;
+};
+
+static int fake_complete(void *ctx, const struct model_request *req,
+			 struct model_reply *out, char **err)
+{
+	struct script *s = ctx;
+	json_t *names = json_null();
+	if (req->tools) {
+		names = json_array();
+		size_t i;
+		json_t *t;
+		json_array_foreach(req->tools, i, t)
+			json_array_append(names, json_object_get(json_object_get(t, "function"),
+								 "name"));
+	}
+	json_array_append_new(s->requests,
+			      json_pack("{s:s?, s:i, s:o, s:o}", "chat_id", req->chat_id,
+					"turn", req->turn, "tools", names, "messages",
+					json_deep_copy(req->messages)));
+	if (s->next >= json_array_size(s->replies)) {
+		*err = strdup("script exhausted");
+		return -1;
+	}
+	json_t *e = json_array_get(s->replies, s->next++);
+	if (json_is_true(json_object_get(e, "cancel")))
+		*s->cancel = true;
+	if (json_is_true(json_object_get(e, "stop")))
+		*s->stop = true;
+	const char *fail = json_string_value(json_object_get(e, "error"));
+	if (fail) {
+		*err = strdup(fail);
+		return -1;
+	}
+	out->message = json_incref(json_object_get(e, "message"));
+	out->usage = json_incref(json_object_get(e, "usage"));
+	return 0;
+}
+
+static void fake_free(void *ctx)
+{
+	struct script *s = ctx;
+	json_decref(s->replies);
+	json_decref(s->requests);
+	free(s);
+}
+
+static const struct model_ops fake_ops = {"fake", fake_complete, fake_free};
+
+static json_t *say(const char *text)
+{
+	return json_pack("{s:{s:s, s:s}}", "message", "role", "assistant", "content", text);
+}
+
+/* One tool call; args is JSON text (passed as the string the model sent). */
+static json_t *call(const char *id, const char *tool, const char *args)
+{
+	return json_pack("{s:{s:s, s:n, s:[{s:s, s:s, s:{s:s, s:s}}]}}", "message",
+			 "role", "assistant", "content", "tool_calls", "id", id, "type",
+			 "function", "function", "name", tool, "arguments", args);
+}
+
+static json_t *model_error(const char *text)
+{
+	return json_pack("{s:s}", "error", text);
+}
+
+/* ---- fixture ------------------------------------------------------------- */
+
+struct fx {
+	char tmp[PATH_MAX / 2];
+	char skills[PATH_MAX];
+	char ws[PATH_MAX];
+	char db[PATH_MAX];
+	struct config *cfg;
+	struct catalog *cat;
+	struct resolution *res;
+	struct store *st;
+	struct model *model;
+	struct script *script;
+	bool cancel;
+	bool stop;
+	int progress;
+	struct agent_env env;
+};
+
+static bool fx_cancelled(void *arg)
+{
+	return *(bool *)arg;
+}
+
+static void fx_progress(void *arg, const char *run_id)
+{
+	assert_non_null(run_id);
+	(*(int *)arg)++;
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof *f);
+	assert_non_null(f);
+	const char *t = getenv("TMPDIR");
+	snprintf(f->tmp, sizeof f->tmp, "%s/skillfs-agent-XXXXXX", t && *t ? t : "/tmp");
+	assert_non_null(mkdtemp(f->tmp));
+	snprintf(f->skills, sizeof f->skills, "%s/skills", f->tmp);
+	snprintf(f->ws, sizeof f->ws, "%s/ws", f->tmp);
+	snprintf(f->db, sizeof f->db, "%s/state.db", f->tmp);
+	assert_int_equal(mkdir(f->skills, 0755), 0);
+	assert_int_equal(mkdir(f->ws, 0755), 0);
+	char *err = NULL;
+	f->st = store_open(f->db, &err);
+	assert_non_null(f->st);
+	f->script = calloc(1, sizeof *f->script);
+	assert_non_null(f->script);
+	f->script->replies = json_array();
+	f->script->requests = json_array();
+	f->script->cancel = &f->cancel;
+	f->script->stop = &f->stop;
+	f->model = model_new_custom(&fake_ops, f->script);
+	assert_non_null(f->model);
+	*state = f;
+	return 0;
+}
+
+static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	model_free(f->model);
+	store_close(f->st);
+	resolution_free(f->res);
+	catalog_free(f->cat);
+	config_free(f->cfg);
+	nftw(f->tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	free(f);
+	return 0;
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *fp = fopen(path, "w");
+	assert_non_null(fp);
+	fputs(text, fp);
+	assert_int_equal(fclose(fp), 0);
+}
+
+/* skills/<dir>/SKILL.md (dir may be "a/skills/b" for a sub-skill). */
+static void add_skill(struct fx *f, const char *dir, const char *text)
+{
+	char p[PATH_MAX * 2];
+	snprintf(p, sizeof p, "%s/%s", f->skills, dir);
+	char cmd[PATH_MAX * 2 + 16];
+	snprintf(cmd, sizeof cmd, "mkdir -p '%s'", p);
+	assert_int_equal(system(cmd), 0);
+	strncat(p, "/SKILL.md", sizeof p - strlen(p) - 1);
+	write_file(p, text);
+}
+
+/* Loads config (the no-config default over the skills dir), catalogue and
+ * the resolution of configuration "default"; fills the agent env. */
+static void load(struct fx *f)
+{
+	const char *dirs[] = {f->skills};
+	f->cfg = config_default(dirs, 1);
+	assert_non_null(f->cfg);
+	f->cat = catalog_build(f->cfg, NULL, NULL, NULL);
+	assert_non_null(f->cat);
+	f->res = resolution_build(f->cfg, f->cat, config_find(f->cfg, "default"), NULL, 0);
+	assert_non_null(f->res);
+	f->env = (struct agent_env){
+		.store = f->st,
+		.model = f->model,
+		.config = f->cfg,
+		.catalog = f->cat,
+		.res = f->res,
+		.allow = &f->res->grants,
+		.workspace = f->ws,
+		.tool_timeout_ms = 10000,
+		.cancelled = fx_cancelled,
+		.cancel_arg = &f->cancel,
+		.stopping = fx_cancelled,
+		.stopping_arg = &f->stop,
+		.progress = fx_progress,
+		.progress_arg = &f->progress,
+	};
+}
+
+static void script(struct fx *f, json_t *entry)
+{
+	assert_non_null(entry);
+	assert_int_equal(json_array_append_new(f->script->replies, entry), 0);
+}
+
+/* Creates, enqueues and starts run id with prompt. */
+static void start_run(struct fx *f, const char *id, const char *prompt)
+{
+	char *err = NULL;
+	assert_int_equal(store_run_create(f->st, id, &err), 0);
+	json_t *forced = json_array(), *allowed = grants_to_json(f->env.allow);
+	assert_int_equal(store_run_enqueue(f->st, id, "default", prompt, forced, allowed,
+					   NULL, &err), 0);
+	json_decref(forced);
+	json_decref(allowed);
+	assert_int_equal(store_run_transition(f->st, id, RUNSTATE_QUEUED,
+					      RUNSTATE_RUNNING, NULL, &err), 0);
+}
+
+static struct run_row get_row(struct fx *f, const char *id)
+{
+	struct run_row r;
+	char *err = NULL;
+	assert_int_equal(store_run_get(f->st, id, &r, &err), 0);
+	return r;
+}
+
+static json_t *messages(struct fx *f, const char *id, const char *chat)
+{
+	json_t *m = NULL;
+	char *err = NULL;
+	assert_int_equal(store_messages(f->st, id, chat, &m, &err), 0);
+	return m;
+}
+
+static char *events(struct fx *f, const char *id)
+{
+	struct buf b = {0};
+	char *err = NULL;
+	assert_int_equal(store_events_text(f->st, id, &b, &err), 0);
+	char *s = buf_steal(&b, NULL);
+	assert_non_null(s);
+	return s;
+}
+
+/* The number of events of a type in the run's log. */
+static size_t count_events(struct fx *f, const char *id, const char *type)
+{
+	char *text = events(f, id);
+	size_t n = 0;
+	for (char *p = text; *p;) {
+		char *nl = strchr(p, '\n');
+		assert_non_null(nl);
+		json_t *ev = json_loadb(p, (size_t)(nl - p), 0, NULL);
+		assert_non_null(ev);
+		n += strcmp(json_string_value(json_object_get(ev, "type")), type) == 0;
+		json_decref(ev);
+		p = nl + 1;
+	}
+	free(text);
+	return n;
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+	size_t n = 0;
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+static const char *msg_field(json_t *msgs, size_t i, const char *key)
+{
+	return json_string_value(json_object_get(json_array_get(msgs, i), key));
+}
+
+static json_t *request(struct fx *f, size_t i)
+{
+	json_t *r = json_array_get(f->script->requests, i);
+	assert_non_null(r);
+	return r;
+}
+
+static bool tools_offered(json_t *req, const char *tool)
+{
+	size_t i;
+	json_t *t;
+	json_array_foreach(json_object_get(req, "tools"), i, t)
+		if (strcmp(json_string_value(t), tool) == 0)
+			return true;
+	return false;
+}
+
+static char *slurp(struct fx *f, const char *name)
+{
+	char p[PATH_MAX * 2];
+	snprintf(p, sizeof p, "%s/%s", f->ws, name);
+	FILE *fp = fopen(p, "r");
+	if (!fp)
+		return NULL;
+	char *buf = calloc(1, 4096);
+	assert_non_null(buf);
+	size_t n = fread(buf, 1, 4095, fp);
+	buf[n] = '\0';
+	fclose(fp);
+	return buf;
+}
+
+/* ---- tests --------------------------------------------------------------- */
+
+static void test_R5_offered_tool_write_then_read(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	script(f, call("c1", "write", "{\"path\": \"a.txt\", \"content\": \"hello\"}"));
+	script(f, call("c2", "read", "{\"path\": \"a.txt\"}"));
+	json_t *last = say("done");
+	json_object_set_new(last, "usage", json_pack("{s:i, s:i}", "prompt_tokens", 5,
+						     "completion_tokens", 1));
+	json_object_set_new(json_array_get(f->script->replies, 0), "usage",
+			    json_pack("{s:i, s:i}", "prompt_tokens", 3, "completion_tokens", 2));
+	script(f, last);
+	start_run(f, "r1", "write and read a file");
+
+	assert_int_equal(agent_run(&f->env, "r1"), AGENT_COMPLETED);
+	struct run_row row = get_row(f, "r1");
+	assert_int_equal(row.state, RUNSTATE_COMPLETED);
+	assert_string_equal(row.result, "done");
+	assert_string_equal(row.chat_id, AGENT_MAIN_CHAT);
+	/* usage summed over the turns that reported it */
+	assert_int_equal(json_integer_value(json_object_get(row.usage, "prompt_tokens")), 8);
+	assert_int_equal(json_integer_value(json_object_get(row.usage, "completion_tokens")), 3);
+	run_row_free(&row);
+
+	char *content = slurp(f, "a.txt");
+	assert_non_null(content);
+	assert_string_equal(content, "hello");
+	free(content);
+
+	json_t *m = messages(f, "r1", AGENT_MAIN_CHAT);
+	assert_int_equal(json_array_size(m), 7);
+	assert_string_equal(msg_field(m, 0, "role"), "system");
+	assert_string_equal(msg_field(m, 0, "content"), f->res->text[RES_SYSTEM_PROMPT]);
+	assert_string_equal(msg_field(m, 1, "content"), "write and read a file");
+	assert_string_equal(msg_field(m, 3, "role"), "tool");
+	assert_string_equal(msg_field(m, 3, "tool_call_id"), "c1");
+	assert_string_equal(msg_field(m, 5, "tool_call_id"), "c2");
+	assert_string_equal(msg_field(m, 5, "content"), "hello");
+	json_decref(m);
+
+	/* policy all: every registered built-in offered, run_skill included (D4) */
+	assert_int_equal(json_array_size(f->script->requests), 3);
+	assert_true(tools_offered(request(f, 0), "write"));
+	assert_true(tools_offered(request(f, 0), "run_skill"));
+	assert_int_equal(json_integer_value(json_object_get(request(f, 2), "turn")), 3);
+
+	assert_int_equal(count_events(f, "r1", "tool_call"), 2);
+	assert_int_equal(count_events(f, "r1", "tool_result"), 2);
+	assert_int_equal(count_events(f, "r1", "tool_denied"), 0);
+	assert_true(f->progress > 0);
+}
+
+static void test_R5_tool_not_offered_is_denied_and_logged(void **state)
+{
+	struct fx *f = *state;
+	add_skill(f, "reader", "---\nname: reader\ndescription: d\n"
+			       "allowed-tools: [Read]\n---\nbody\n");
+	load(f);
+	script(f, call("c1", "bash", "{\"command\": \"echo x > made.txt\"}"));
+	script(f, say("ok"));
+	start_run(f, "r2", "try bash");
+
+	assert_int_equal(agent_run(&f->env, "r2"), AGENT_COMPLETED);
+	char *made = slurp(f, "made.txt");
+	assert_null(made);
+	/* offered: read only (first enforcement) */
+	json_t *tools = json_object_get(request(f, 0), "tools");
+	assert_int_equal(json_array_size(tools), 1);
+	assert_true(tools_offered(request(f, 0), "read"));
+	/* the model sees an error result (second enforcement) */
+	json_t *msgs = json_object_get(request(f, 1), "messages");
+	const char *res = msg_field(msgs, json_array_size(msgs) - 1, "content");
+	assert_non_null(strstr(res, "error: tool 'bash' is not allowed: "
+				    "it is not on this run's allow-list"));
+	assert_int_equal(count_events(f, "r2", "tool_denied"), 1);
+	char *ev = events(f, "r2");
+	assert_non_null(strstr(ev, "\"type\":\"tool_denied\""));
+	assert_non_null(strstr(ev, "\"tool\":\"bash\""));
+	assert_non_null(strstr(ev, "echo x > made.txt"));
+	free(ev);
+	struct run_row row = get_row(f, "r2");
+	assert_string_equal(row.result, "ok");
+	run_row_free(&row);
+}
+
+static void test_D3_patterned_bash_grant_enforced_at_execution(void **state)
+{
+	struct fx *f = *state;
+	add_skill(f, "echoer", "---\nname: echoer\ndescription: d\n"
+			       "allowed-tools: Bash(echo:*)\n---\nb\n");
+	load(f);
+	script(f, call("c1", "bash", "{\"command\": \"echo hi\"}"));
+	script(f, call("c2", "bash", "{\"command\": \"ls\"}"));
+	script(f, call("c3", "bash", "{\"command\": \"echo hi; touch x\"}"));
+	script(f, say("ok"));
+	start_run(f, "r3", "echo");
+
+	assert_int_equal(agent_run(&f->env, "r3"), AGENT_COMPLETED);
+	json_t *m = messages(f, "r3", AGENT_MAIN_CHAT);
+	assert_int_equal(json_array_size(m), 9);
+	assert_non_null(strstr(msg_field(m, 3, "content"), "hi\n[exit 0]"));
+	assert_non_null(strstr(msg_field(m, 5, "content"), "not admitted by the patterns"));
+	assert_non_null(strstr(msg_field(m, 7, "content"), "not admitted by the patterns"));
+	json_decref(m);
+	char *x = slurp(f, "x");
+	assert_null(x);
+	assert_int_equal(count_events(f, "r3", "tool_denied"), 2);
+}
+
+static void test_R3_empty_allow_list_is_one_plain_completion(void **state)
+{
+	struct fx *f = *state;
+	add_skill(f, "quiet", "---\nname: quiet\ndescription: d\nallowed-tools: []\n---\nb\n");
+	load(f);
+	assert_int_equal(f->env.allow->n, 0);
+	script(f, say("plain answer"));
+	start_run(f, "r4", "hi");
+
+	assert_int_equal(agent_run(&f->env, "r4"), AGENT_COMPLETED);
+	assert_int_equal(json_array_size(f->script->requests), 1);
+	assert_true(json_is_null(json_object_get(request(f, 0), "tools")));
+	struct run_row row = get_row(f, "r4");
+	assert_string_equal(row.result, "plain answer");
+	run_row_free(&row);
+}
+
+static void test_sec6_turn_limit_fails_the_run(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	f->cfg->max_turns = 2;
+	for (int i = 0; i < 4; i++)
+		script(f, call(i % 2 ? "b" : "a", "read", "{\"path\": \"nothing\"}"));
+	start_run(f, "r5", "loop");
+
+	assert_int_equal(agent_run(&f->env, "r5"), AGENT_FAILED);
+	assert_int_equal(json_array_size(f->script->requests), 2);
+	struct run_row row = get_row(f, "r5");
+	assert_int_equal(row.state, RUNSTATE_FAILED);
+	assert_string_equal(row.error, "turn limit (2) reached");
+	run_row_free(&row);
+}
+
+static void test_sec7_model_error_fails_with_its_message(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	script(f, model_error("openai: HTTP 500: upstream exploded"));
+	start_run(f, "r6", "hi");
+
+	assert_int_equal(agent_run(&f->env, "r6"), AGENT_FAILED);
+	struct run_row row = get_row(f, "r6");
+	assert_int_equal(row.state, RUNSTATE_FAILED);
+	assert_string_equal(row.error, "openai: HTTP 500: upstream exploded");
+	assert_null(row.result);
+	run_row_free(&row);
+}
+
+static void test_sec7_bad_json_arguments_give_error_result(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	script(f, call("c1", "write", "{\"path\": "));
+	script(f, say("ok"));
+	start_run(f, "r7", "hi");
+	assert_int_equal(agent_run(&f->env, "r7"), AGENT_COMPLETED);
+	json_t *m = messages(f, "r7", AGENT_MAIN_CHAT);
+	assert_non_null(strstr(msg_field(m, 3, "content"),
+			       "the arguments of write are not a JSON object"));
+	json_decref(m);
+}
+
+static void test_R11_run_skill_inline_substitutes_arguments(void **state)
+{
+	struct fx *f = *state;
+	add_skill(f, "greet", "---\nname: greet\ndescription: d\ninline: true\n---\n"
+			      "Say hello to $ARGUMENTS, then bye to $ARGUMENTS.\n");
+	add_skill(f, "plain", "---\nname: plain\ndescription: d\ninline: true\n---\nDo it.\n");
+	add_skill(f, "hidden", "---\nname: hidden\ndescription: d\n"
+			       "disable-model-invocation: true\n---\nSecret.\n");
+	load(f);
+	script(f, call("c1", "run_skill", "{\"name\": \"greet\", \"arguments\": \"Ann\"}"));
+	script(f, call("c2", "run_skill", "{\"name\": \"plain\", \"arguments\": \"x y\"}"));
+	script(f, call("c3", "run_skill", "{\"name\": \"hidden\"}"));
+	script(f, call("c4", "run_skill", "{\"name\": \"nope\"}"));
+	script(f, say("ok"));
+	start_run(f, "r8", "greet Ann");
+
+	assert_int_equal(agent_run(&f->env, "r8"), AGENT_COMPLETED);
+	json_t *m = messages(f, "r8", AGENT_MAIN_CHAT);
+	assert_string_equal(msg_field(m, 3, "content"),
+			    "Say hello to Ann, then bye to Ann.\n");
+	assert_string_equal(msg_field(m, 5, "content"), "Do it.\n\nARGUMENTS: x y");
+	assert_non_null(strstr(msg_field(m, 7, "content"), "disable-model-invocation"));
+	assert_null(strstr(msg_field(m, 7, "content"), "Secret"));
+	assert_non_null(strstr(msg_field(m, 9, "content"), "no skill named 'nope'"));
+	json_decref(m);
+	struct buf b = {0};
+	assert_int_equal(agent_transcript(f->st, "r8", &b), 0);
+	assert_null(strstr(b.data, "in sub-agent"));
+	buf_free(&b);
+}
+
+/* A skill with a directory sub-skill always runs as a sub-agent (R10). */
+static void add_digest(struct fx *f)
+{
+	add_skill(f, "digest", "---\nname: digest\ndescription: d\ntools: [read, run_skill, bash]\n"
+			       "---\nDigest the task: $ARGUMENTS\n");
+	add_skill(f, "digest/skills/helper", "---\nname: helper\ndescription: h\n---\n"
+					     "Helper knowledge.\n");
+}
+
+static void test_R12_R13_run_skill_subagent(void **state)
+{
+	struct fx *f = *state;
+	add_digest(f);
+	load(f);
+	script(f, call("m1", "run_skill", "{\"name\": \"digest\", \"arguments\": \"sum a.txt\"}"));
+	script(f, call("s1", "run_skill", "{\"name\": \"digest\"}")); /* sub-agent: refused */
+	script(f, call("s2", "write", "{\"path\": \"w\", \"content\": \"x\"}")); /* not its tool */
+	script(f, say("the digest"));
+	script(f, say("main done"));
+	start_run(f, "r9", "digest it");
+
+	assert_int_equal(agent_run(&f->env, "r9"), AGENT_COMPLETED);
+	assert_int_equal(json_array_size(f->script->requests), 5);
+
+	/* the sub-agent's chat */
+	struct chat_row *rows;
+	size_t n;
+	char *err = NULL;
+	assert_int_equal(store_chats(f->st, "r9", &rows, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(strncmp(rows[0].chat_id, "skill-digest-", 13), 0);
+	assert_true(strlen(rows[0].chat_id) > 13);
+	assert_string_equal(rows[0].parent_chat, AGENT_MAIN_CHAT);
+	assert_string_equal(rows[0].skill, "digest");
+	assert_int_equal(rows[0].state, RUNSTATE_COMPLETED);
+	assert_string_equal(rows[0].result, "the digest");
+
+	json_t *sreq = request(f, 1);
+	assert_string_equal(json_string_value(json_object_get(sreq, "chat_id")), rows[0].chat_id);
+	/* R13: its tools list, never run_skill */
+	json_t *tools = json_object_get(sreq, "tools");
+	assert_int_equal(json_array_size(tools), 2);
+	assert_true(tools_offered(sreq, "read"));
+	assert_true(tools_offered(sreq, "bash"));
+	json_t *sm = json_object_get(sreq, "messages");
+	const char *sys = msg_field(sm, 0, "content");
+	assert_non_null(strstr(sys, "Digest the task: sum a.txt"));
+	assert_non_null(strstr(sys, "Helper knowledge."));
+	assert_string_equal(msg_field(sm, 1, "content"), "sum a.txt");
+
+	json_t *subm = messages(f, "r9", rows[0].chat_id);
+	assert_int_equal(json_array_size(subm), 7);
+	assert_non_null(strstr(msg_field(subm, 3, "content"), "not one of this sub-agent's tools"));
+	assert_non_null(strstr(msg_field(subm, 5, "content"), "not one of this sub-agent's tools"));
+	json_decref(subm);
+	char *w = slurp(f, "w");
+	assert_null(w);
+
+	/* the main agent got the answer as the tool result */
+	json_t *m = messages(f, "r9", AGENT_MAIN_CHAT);
+	assert_int_equal(json_array_size(m), 5);
+	assert_string_equal(msg_field(m, 3, "content"), "the digest");
+	json_decref(m);
+
+	assert_int_equal(count_events(f, "r9", "subagent_started"), 1);
+	assert_int_equal(count_events(f, "r9", "note"), 1);
+	char *ev = events(f, "r9");
+	assert_non_null(strstr(ev, "Running skill 'digest' in sub-agent..."));
+	free(ev);
+	assert_int_equal(count_events(f, "r9", "tool_denied"), 2);
+
+	/* R16: the transcript shows the sub-agent where it started */
+	struct buf b = {0};
+	assert_int_equal(agent_transcript(f->st, "r9", &b), 0);
+	const char *start = strstr(b.data, "\u2192 run_skill");
+	const char *note = strstr(b.data, "Running skill 'digest' in sub-agent...");
+	const char *answer = strstr(b.data, "\u2190 run_skill: the digest");
+	assert_non_null(start);
+	assert_non_null(note);
+	assert_non_null(answer);
+	assert_true(start < note && note < answer);
+	assert_non_null(strstr(b.data, "assistant: main done"));
+	buf_free(&b);
+
+	b = (struct buf){0};
+	assert_int_equal(agent_chat_transcript(f->st, "r9", rows[0].chat_id, &b), 0);
+	assert_int_equal(strncmp(b.data, "system: You are a sub-agent", 27), 0);
+	assert_non_null(strstr(b.data, "user: sum a.txt\n"));
+	assert_non_null(strstr(b.data, "assistant: the digest\n"));
+	assert_null(strstr(b.data, "main done"));
+	buf_free(&b);
+	b = (struct buf){0};
+	assert_int_equal(agent_messages_json(f->st, "r9", "no-such-chat", &b), 0);
+	assert_string_equal(b.data, "[]\n");
+	buf_free(&b);
+	b = (struct buf){0};
+	assert_int_equal(agent_messages_json(f->st, "r9", rows[0].chat_id, &b), 0);
+	json_t *parsed = json_loads(b.data, 0, NULL);
+	assert_int_equal(json_array_size(parsed), 7);
+	assert_int_equal(b.data[b.len - 1], '\n');
+	json_decref(parsed);
+	buf_free(&b);
+	chat_rows_free(rows, n);
+}
+
+static void test_sec6_approval_waits_then_approve_executes(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	assert_int_equal(strlist_add(&f->cfg->approval_tools, "bash"), 0);
+	script(f, call("c1", "bash", "{\"command\": \"echo yes > ok.txt\"}"));
+	script(f, say("done"));
+	start_run(f, "ra", "need approval");
+
+	assert_int_equal(agent_run(&f->env, "ra"), AGENT_WAITING_APPROVAL);
+	struct run_row row = get_row(f, "ra");
+	assert_int_equal(row.state, RUNSTATE_WAITING_FOR_APPROVAL);
+	assert_string_equal(json_string_value(json_object_get(row.pending, "kind")), "approval");
+	assert_string_equal(json_string_value(json_object_get(row.pending, "tool")), "bash");
+	assert_string_equal(json_string_value(json_object_get(row.pending, "call_id")), "c1");
+	assert_string_equal(json_string_value(json_object_get(
+		json_object_get(row.pending, "arguments"), "command")), "echo yes > ok.txt");
+	run_row_free(&row);
+	char *ok = slurp(f, "ok.txt");
+	assert_null(ok);
+
+	/* the run manager: echo approve > ctl */
+	char *err = NULL;
+	assert_int_equal(store_run_transition(f->st, "ra", RUNSTATE_WAITING_FOR_APPROVAL,
+					      RUNSTATE_RUNNING,
+					      &(struct run_change){.input = "approve\n"}, &err), 0);
+	assert_int_equal(agent_run(&f->env, "ra"), AGENT_COMPLETED);
+	ok = slurp(f, "ok.txt");
+	assert_non_null(ok);
+	assert_string_equal(ok, "yes\n");
+	free(ok);
+	row = get_row(f, "ra");
+	assert_int_equal(row.state, RUNSTATE_COMPLETED);
+	assert_null(row.pending);
+	assert_string_equal(row.input, "");
+	run_row_free(&row);
+	json_t *m = messages(f, "ra", AGENT_MAIN_CHAT);
+	assert_int_equal(json_array_size(m), 5);
+	json_decref(m);
+	assert_int_equal(json_array_size(f->script->requests), 2);
+	assert_int_equal(count_events(f, "ra", "approval_granted"), 1);
+}
+
+static void test_sec6_approval_deny_refuses(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	assert_int_equal(strlist_add(&f->cfg->approval_tools, "bash"), 0);
+	script(f, call("c1", "bash", "{\"command\": \"echo yes > ok.txt\"}"));
+	script(f, say("fine"));
+	start_run(f, "rd", "need approval");
+	assert_int_equal(agent_run(&f->env, "rd"), AGENT_WAITING_APPROVAL);
+	char *err = NULL;
+	assert_int_equal(store_run_transition(f->st, "rd", RUNSTATE_WAITING_FOR_APPROVAL,
+					      RUNSTATE_RUNNING,
+					      &(struct run_change){.input = "deny"}, &err), 0);
+	assert_int_equal(agent_run(&f->env, "rd"), AGENT_COMPLETED);
+	char *ok = slurp(f, "ok.txt");
+	assert_null(ok);
+	json_t *m = messages(f, "rd", AGENT_MAIN_CHAT);
+	assert_non_null(strstr(msg_field(m, 3, "content"), "denied by the user"));
+	json_decref(m);
+	assert_int_equal(count_events(f, "rd", "approval_denied"), 1);
+	struct run_row row = get_row(f, "rd");
+	assert_null(row.pending);
+	run_row_free(&row);
+}
+
+/* R7: a tool taken away while the run waited is refused, approval or not. */
+static void test_R7_tool_removed_while_waiting_is_refused(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	assert_int_equal(strlist_add(&f->cfg->approval_tools, "bash"), 0);
+	script(f, call("c1", "bash", "{\"command\": \"echo yes > ok.txt\"}"));
+	script(f, say("fine"));
+	start_run(f, "r7w", "need approval");
+	assert_int_equal(agent_run(&f->env, "r7w"), AGENT_WAITING_APPROVAL);
+	char *err = NULL;
+	assert_int_equal(store_run_transition(f->st, "r7w", RUNSTATE_WAITING_FOR_APPROVAL,
+					      RUNSTATE_RUNNING,
+					      &(struct run_change){.input = "approve"}, &err), 0);
+	/* stored ∩ now, where now no longer grants bash */
+	struct grants narrowed = {0};
+	assert_int_equal(grants_copy(&f->res->grants, &narrowed), 0);
+	size_t w = 0;
+	for (size_t i = 0; i < narrowed.n; i++) {
+		if (strcmp(narrowed.tools[i].name, "bash") == 0) {
+			free(narrowed.tools[i].name);
+			strlist_free(&narrowed.tools[i].patterns);
+			free(narrowed.tools[i].by);
+			continue;
+		}
+		narrowed.tools[w++] = narrowed.tools[i];
+	}
+	narrowed.n = w;
+	narrowed.policy = GRANTS_LIST;
+	f->env.allow = &narrowed;
+	assert_int_equal(agent_run(&f->env, "r7w"), AGENT_COMPLETED);
+	char *ok = slurp(f, "ok.txt");
+	assert_null(ok);
+	json_t *m = messages(f, "r7w", AGENT_MAIN_CHAT);
+	assert_non_null(strstr(msg_field(m, 3, "content"), "not allowed"));
+	json_decref(m);
+	struct run_row row = get_row(f, "r7w");
+	assert_null(row.pending); /* the question is over too */
+	run_row_free(&row);
+	grants_free(&narrowed);
+}
+
+static void test_sec6_ask_user_waits_for_input(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	script(f, call("q1", "ask_user", "{\"question\": \"Which colour?\"}"));
+	script(f, say("blue it is"));
+	start_run(f, "rq", "pick");
+	assert_int_equal(agent_run(&f->env, "rq"), AGENT_WAITING_INPUT);
+	struct run_row row = get_row(f, "rq");
+	assert_int_equal(row.state, RUNSTATE_WAITING_FOR_INPUT);
+	assert_string_equal(json_string_value(json_object_get(row.pending, "kind")), "question");
+	assert_string_equal(json_string_value(json_object_get(row.pending, "question")),
+			    "Which colour?");
+	run_row_free(&row);
+
+	/* resumed without an answer (e.g. a stray wake-up): waits again */
+	char *err = NULL;
+	assert_int_equal(store_run_transition(f->st, "rq", RUNSTATE_WAITING_FOR_INPUT,
+					      RUNSTATE_RUNNING, NULL, &err), 0);
+	assert_int_equal(agent_run(&f->env, "rq"), AGENT_WAITING_INPUT);
+
+	assert_int_equal(store_run_transition(f->st, "rq", RUNSTATE_WAITING_FOR_INPUT,
+					      RUNSTATE_RUNNING,
+					      &(struct run_change){.input = "blue\n"}, &err), 0);
+	assert_int_equal(agent_run(&f->env, "rq"), AGENT_COMPLETED);
+	json_t *m = messages(f, "rq", AGENT_MAIN_CHAT);
+	assert_int_equal(json_array_size(m), 5);
+	assert_string_equal(msg_field(m, 3, "content"), "blue");
+	json_decref(m);
+	assert_int_equal(json_array_size(f->script->requests), 2);
+	row = get_row(f, "rq");
+	assert_string_equal(row.result, "blue it is");
+	assert_null(row.pending);
+	run_row_free(&row);
+}
+
+/* Section 6: a run resumes from its last committed message; a call that
+ * has its result is not executed again and nothing is duplicated. */
+static void test_sec6_resume_after_crash_no_duplicates(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	start_run(f, "rc", "two commands");
+	char *err = NULL;
+	json_t *pre[] = {
+		json_pack("{s:s, s:s}", "role", "system", "content", "sys"),
+		json_pack("{s:s, s:s}", "role", "user", "content", "two commands"),
+		json_pack("{s:s, s:n, s:[{s:s, s:s, s:{s:s, s:s}}, {s:s, s:s, s:{s:s, s:s}}]}",
+			  "role", "assistant", "content", "tool_calls",
+			  "id", "a", "type", "function", "function", "name", "bash",
+			  "arguments", "{\"command\": \"echo one >> log.txt\"}",
+			  "id", "b", "type", "function", "function", "name", "bash",
+			  "arguments", "{\"command\": \"echo two >> log.txt\"}"),
+		json_pack("{s:s, s:s, s:s, s:s}", "role", "tool", "tool_call_id", "a",
+			  "name", "bash", "content", "[exit 0]"),
+	};
+	for (size_t i = 0; i < 4; i++) {
+		assert_int_equal(store_message_append(f->st, "rc", AGENT_MAIN_CHAT, pre[i],
+						      NULL, &err), 0);
+		json_decref(pre[i]);
+	}
+	script(f, say("finished"));
+	assert_int_equal(agent_run(&f->env, "rc"), AGENT_COMPLETED);
+	char *log = slurp(f, "log.txt");
+	assert_non_null(log);
+	assert_string_equal(log, "two\n");
+	free(log);
+	json_t *m = messages(f, "rc", AGENT_MAIN_CHAT);
+	assert_int_equal(json_array_size(m), 6);
+	assert_string_equal(msg_field(m, 4, "tool_call_id"), "b");
+	assert_int_equal(count(json_string_value(json_object_get(json_array_get(m, 0), "content")),
+			       "sys"), 1);
+	json_decref(m);
+	assert_int_equal(json_array_size(json_object_get(request(f, 0), "messages")), 5);
+}
+
+static void test_sec6_resume_with_final_answer_committed(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	start_run(f, "rf", "q");
+	char *err = NULL;
+	json_t *pre[] = {
+		json_pack("{s:s, s:s}", "role", "system", "content", "sys"),
+		json_pack("{s:s, s:s}", "role", "user", "content", "q"),
+		json_pack("{s:s, s:s}", "role", "assistant", "content", "the answer"),
+	};
+	for (size_t i = 0; i < 3; i++) {
+		assert_int_equal(store_message_append(f->st, "rf", AGENT_MAIN_CHAT, pre[i],
+						      NULL, &err), 0);
+		json_decref(pre[i]);
+	}
+	assert_int_equal(agent_run(&f->env, "rf"), AGENT_COMPLETED);
+	assert_int_equal(json_array_size(f->script->requests), 0);
+	struct run_row row = get_row(f, "rf");
+	assert_string_equal(row.result, "the answer");
+	run_row_free(&row);
+	json_t *m = messages(f, "rf", AGENT_MAIN_CHAT);
+	assert_int_equal(json_array_size(m), 3);
+	json_decref(m);
+}
+
+/* Appends messages (stolen) to a chat of a run. */
+static void prepopulate(struct fx *f, const char *id, const char *chat, json_t **msgs,
+			size_t n)
+{
+	char *err = NULL;
+	for (size_t i = 0; i < n; i++) {
+		assert_non_null(msgs[i]);
+		assert_int_equal(store_message_append(f->st, id, chat, msgs[i], NULL, &err), 0);
+		json_decref(msgs[i]);
+	}
+}
+
+/* A main chat that crashed while its sub-agent was running: the sub-agent
+ * continues from its own committed messages, in the same chat. */
+static void test_R12_crashed_subagent_resumes_in_its_chat(void **state)
+{
+	struct fx *f = *state;
+	add_digest(f);
+	load(f);
+	start_run(f, "rs1", "digest it");
+	char *err = NULL;
+	json_t *main_msgs[] = {
+		json_pack("{s:s, s:s}", "role", "system", "content", "sys"),
+		json_pack("{s:s, s:s}", "role", "user", "content", "digest it"),
+		json_pack("{s:s, s:n, s:[{s:s, s:s, s:{s:s, s:s}}]}", "role", "assistant",
+			  "content", "tool_calls", "id", "m1", "type", "function",
+			  "function", "name", "run_skill", "arguments",
+			  "{\"name\": \"digest\", \"arguments\": \"go\"}"),
+	};
+	prepopulate(f, "rs1", AGENT_MAIN_CHAT, main_msgs, 3);
+	json_t *ev = json_pack("{s:s, s:s, s:s, s:i, s:s}", "chat_id", "skill-digest-1",
+			       "skill", "digest", "parent_chat", AGENT_MAIN_CHAT,
+			       "parent_seq", 3, "call_id", "m1");
+	assert_int_equal(store_event_append(f->st, "rs1", "subagent_started", ev, NULL, &err), 0);
+	json_decref(ev);
+	assert_int_equal(store_chat_create(f->st, "rs1", "skill-digest-1", AGENT_MAIN_CHAT,
+					   "digest", &err), 0);
+	json_t *sub_msgs[] = {
+		json_pack("{s:s, s:s}", "role", "system", "content", "digest sys"),
+		json_pack("{s:s, s:s}", "role", "user", "content", "go"),
+		json_pack("{s:s, s:n, s:[{s:s, s:s, s:{s:s, s:s}}]}", "role", "assistant",
+			  "content", "tool_calls", "id", "s1", "type", "function",
+			  "function", "name", "bash", "arguments",
+			  "{\"command\": \"echo sub >> log.txt\"}"),
+	};
+	prepopulate(f, "rs1", "skill-digest-1", sub_msgs, 3);
+	script(f, say("sub done"));
+	script(f, say("main done"));
+
+	assert_int_equal(agent_run(&f->env, "rs1"), AGENT_COMPLETED);
+	struct chat_row *rows;
+	size_t n;
+	assert_int_equal(store_chats(f->st, "rs1", &rows, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(rows[0].chat_id, "skill-digest-1");
+	assert_int_equal(rows[0].state, RUNSTATE_COMPLETED);
+	chat_rows_free(rows, n);
+	assert_string_equal(json_string_value(json_object_get(request(f, 0), "chat_id")),
+			    "skill-digest-1");
+	json_t *sm = messages(f, "rs1", "skill-digest-1");
+	assert_int_equal(json_array_size(sm), 5);
+	json_decref(sm);
+	json_t *mm = messages(f, "rs1", AGENT_MAIN_CHAT);
+	assert_int_equal(json_array_size(mm), 5);
+	assert_string_equal(msg_field(mm, 3, "content"), "sub done");
+	json_decref(mm);
+	char *log = slurp(f, "log.txt");
+	assert_non_null(log);
+	assert_string_equal(log, "sub\n");
+	free(log);
+	assert_int_equal(count_events(f, "rs1", "subagent_started"), 1);
+}
+
+/* A sub-agent that finished before the crash is not run again: its kept
+ * result is the tool result. */
+static void test_R12_finished_subagent_result_reused_after_crash(void **state)
+{
+	struct fx *f = *state;
+	add_digest(f);
+	load(f);
+	start_run(f, "rs2", "digest it");
+	char *err = NULL;
+	json_t *main_msgs[] = {
+		json_pack("{s:s, s:s}", "role", "system", "content", "sys"),
+		json_pack("{s:s, s:s}", "role", "user", "content", "digest it"),
+		json_pack("{s:s, s:n, s:[{s:s, s:s, s:{s:s, s:s}}]}", "role", "assistant",
+			  "content", "tool_calls", "id", "m1", "type", "function",
+			  "function", "name", "run_skill", "arguments", "{\"name\": \"digest\"}"),
+	};
+	prepopulate(f, "rs2", AGENT_MAIN_CHAT, main_msgs, 3);
+	json_t *ev = json_pack("{s:s, s:s, s:s, s:i, s:s}", "chat_id", "skill-digest-2",
+			       "skill", "digest", "parent_chat", AGENT_MAIN_CHAT,
+			       "parent_seq", 3, "call_id", "m1");
+	assert_int_equal(store_event_append(f->st, "rs2", "subagent_started", ev, NULL, &err), 0);
+	json_decref(ev);
+	assert_int_equal(store_chat_create(f->st, "rs2", "skill-digest-2", AGENT_MAIN_CHAT,
+					   "digest", &err), 0);
+	assert_int_equal(store_chat_transition(f->st, "rs2", "skill-digest-2",
+					       RUNSTATE_COMPLETED, "kept result", &err), 0);
+	script(f, say("main done"));
+	assert_int_equal(agent_run(&f->env, "rs2"), AGENT_COMPLETED);
+	assert_int_equal(json_array_size(f->script->requests), 1);
+	json_t *mm = messages(f, "rs2", AGENT_MAIN_CHAT);
+	assert_string_equal(msg_field(mm, 3, "content"), "kept result");
+	json_decref(mm);
+}
+
+/* Approval-gated tools and ask_user are refused inside a sub-agent. */
+static void test_R13_subagent_refuses_approval_tools_and_questions(void **state)
+{
+	struct fx *f = *state;
+	add_skill(f, "asker", "---\nname: asker\ndescription: d\ntools: [bash, ask_user]\n"
+			      "inline: false\n---\nAsk.\n");
+	load(f);
+	f->cfg->execution_mode = EXEC_SUBAGENT;
+	assert_int_equal(strlist_add(&f->cfg->approval_tools, "bash"), 0);
+	script(f, call("m1", "run_skill", "{\"name\": \"asker\"}"));
+	script(f, call("s1", "bash", "{\"command\": \"echo x > x.txt\"}"));
+	script(f, call("s2", "ask_user", "{\"question\": \"?\"}"));
+	script(f, say("gave up"));
+	script(f, say("ok"));
+	start_run(f, "rs3", "ask");
+	assert_int_equal(agent_run(&f->env, "rs3"), AGENT_COMPLETED);
+	struct chat_row *rows;
+	size_t n;
+	char *err = NULL;
+	assert_int_equal(store_chats(f->st, "rs3", &rows, &n, &err), 0);
+	assert_int_equal(n, 1);
+	json_t *sm = messages(f, "rs3", rows[0].chat_id);
+	assert_non_null(strstr(msg_field(sm, 3, "content"), "needs the user's approval"));
+	assert_non_null(strstr(msg_field(sm, 5, "content"), "not available inside a sub-agent"));
+	assert_string_equal(msg_field(sm, 1, "content"), "Run the skill.");
+	json_decref(sm);
+	chat_rows_free(rows, n);
+	char *x = slurp(f, "x.txt");
+	assert_null(x);
+	struct run_row row = get_row(f, "rs3");
+	assert_string_equal(row.result, "ok");
+	assert_null(row.pending);
+	run_row_free(&row);
+}
+
+static void test_R15_skill_run_inline_becomes_user_message(void **state)
+{
+	struct fx *f = *state;
+	add_skill(f, "greet", "---\nname: greet\ndescription: d\ninline: true\n---\n"
+			      "Say hello to $ARGUMENTS.\n");
+	load(f);
+	script(f, say("Hello Bob"));
+	start_run(f, "rs", "/skill:run:greet Bob\n");
+	assert_int_equal(agent_run(&f->env, "rs"), AGENT_COMPLETED);
+	json_t *msgs = json_object_get(request(f, 0), "messages");
+	assert_int_equal(json_array_size(msgs), 2);
+	assert_string_equal(msg_field(msgs, 1, "content"), "Say hello to Bob.\n");
+}
+
+static void test_R15_skill_run_subagent_result_as_user_message(void **state)
+{
+	struct fx *f = *state;
+	add_digest(f);
+	load(f);
+	script(f, say("digested"));
+	script(f, say("here is the digest"));
+	start_run(f, "rt", "/skill:run:digest the logs");
+	assert_int_equal(agent_run(&f->env, "rt"), AGENT_COMPLETED);
+	assert_int_equal(json_array_size(f->script->requests), 2);
+	json_t *sreq = request(f, 0);
+	assert_int_equal(strncmp(json_string_value(json_object_get(sreq, "chat_id")),
+				 "skill-digest-", 13), 0);
+	assert_string_equal(msg_field(json_object_get(sreq, "messages"), 1, "content"),
+			    "the logs");
+	json_t *mm = json_object_get(request(f, 1), "messages");
+	assert_string_equal(json_string_value(json_object_get(request(f, 1), "chat_id")),
+			    AGENT_MAIN_CHAT);
+	assert_string_equal(msg_field(mm, 1, "content"), "[Skill result: digest]\n\ndigested");
+	struct buf b = {0};
+	assert_int_equal(agent_transcript(f->st, "rt", &b), 0);
+	const char *note = strstr(b.data, "Running skill 'digest' in sub-agent...");
+	const char *res = strstr(b.data, "user: [Skill result: digest]");
+	assert_non_null(note);
+	assert_non_null(res);
+	assert_true(note < res);
+	buf_free(&b);
+}
+
+static void test_R15_user_invocable_false_and_unknown_refused(void **state)
+{
+	struct fx *f = *state;
+	add_skill(f, "internal", "---\nname: internal\ndescription: d\nuser-invocable: false\n"
+				 "---\nInternal.\n");
+	load(f);
+	start_run(f, "ru", "/skill:run:internal");
+	assert_int_equal(agent_run(&f->env, "ru"), AGENT_FAILED);
+	struct run_row row = get_row(f, "ru");
+	assert_non_null(strstr(row.error, "user-invocable: false"));
+	run_row_free(&row);
+	start_run(f, "rv", "/skill:run:missing now");
+	assert_int_equal(agent_run(&f->env, "rv"), AGENT_FAILED);
+	row = get_row(f, "rv");
+	assert_non_null(strstr(row.error, "no skill named 'missing'"));
+	run_row_free(&row);
+	assert_int_equal(json_array_size(f->script->requests), 0);
+}
+
+static void test_sec6_cancellation(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	json_t *e = call("c1", "bash", "{\"command\": \"echo x > ran.txt\"}");
+	json_object_set_new(e, "cancel", json_true());
+	script(f, e);
+	start_run(f, "rx", "go");
+	assert_int_equal(agent_run(&f->env, "rx"), AGENT_CANCELLED);
+	struct run_row row = get_row(f, "rx");
+	assert_int_equal(row.state, RUNSTATE_CANCELLED);
+	run_row_free(&row);
+	char *ran = slurp(f, "ran.txt");
+	assert_null(ran);
+
+	/* cancelled before the first step: no model call at all */
+	start_run(f, "ry", "go");
+	assert_int_equal(agent_run(&f->env, "ry"), AGENT_CANCELLED);
+	assert_int_equal(json_array_size(f->script->requests), 1);
+
+	/* cancelled by someone else while running: the agent stops */
+	f->cancel = false;
+	start_run(f, "rz", "go");
+	char *err = NULL;
+	assert_int_equal(store_run_transition(f->st, "rz", RUNSTATE_RUNNING,
+					      RUNSTATE_CANCELLED, NULL, &err), 0);
+	assert_int_equal(agent_run(&f->env, "rz"), AGENT_CANCELLED);
+	assert_int_equal(json_array_size(f->script->requests), 1);
+}
+
+static void test_sec6_cancellation_inside_subagent(void **state)
+{
+	struct fx *f = *state;
+	add_digest(f);
+	load(f);
+	script(f, call("m1", "run_skill", "{\"name\": \"digest\"}"));
+	json_t *e = say("never committed");
+	json_object_set_new(e, "cancel", json_true());
+	script(f, e);
+	start_run(f, "rk", "go");
+	assert_int_equal(agent_run(&f->env, "rk"), AGENT_CANCELLED);
+	struct chat_row *rows;
+	size_t n;
+	char *err = NULL;
+	assert_int_equal(store_chats(f->st, "rk", &rows, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(rows[0].state, RUNSTATE_CANCELLED);
+	json_t *sm = messages(f, "rk", rows[0].chat_id);
+	assert_int_equal(json_array_size(sm), 2); /* system, user: no answer */
+	json_decref(sm);
+	chat_rows_free(rows, n);
+	struct run_row row = get_row(f, "rk");
+	assert_int_equal(row.state, RUNSTATE_CANCELLED);
+	run_row_free(&row);
+}
+
+/* Shutdown: the run stays running with what was committed, and resumes. */
+static void test_sec6_stopping_leaves_run_resumable(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	script(f, call("c1", "bash", "{\"command\": \"echo once >> log.txt\"}"));
+	json_t *e = say("dropped");
+	json_object_set_new(e, "stop", json_true());
+	script(f, e);
+	script(f, say("finished"));
+	start_run(f, "rp", "go");
+	assert_int_equal(agent_run(&f->env, "rp"), AGENT_STOPPED);
+	struct run_row row = get_row(f, "rp");
+	assert_int_equal(row.state, RUNSTATE_RUNNING);
+	run_row_free(&row);
+	json_t *m = messages(f, "rp", AGENT_MAIN_CHAT);
+	assert_int_equal(json_array_size(m), 4); /* the second reply was dropped */
+	json_decref(m);
+
+	f->stop = false;
+	assert_int_equal(agent_run(&f->env, "rp"), AGENT_COMPLETED);
+	m = messages(f, "rp", AGENT_MAIN_CHAT);
+	assert_int_equal(json_array_size(m), 5);
+	assert_string_equal(msg_field(m, 4, "content"), "finished");
+	json_decref(m);
+	char *log = slurp(f, "log.txt");
+	assert_non_null(log);
+	assert_string_equal(log, "once\n");
+	free(log);
+}
+
+static void test_transcript_and_messages_json(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	script(f, call("c1", "write", "{\"path\": \"a.txt\", \"content\": \"hello\"}"));
+	script(f, call("c2", "read", "{\"path\": \"a.txt\"}"));
+	script(f, say("all done"));
+	start_run(f, "rr", "please write");
+	assert_int_equal(agent_run(&f->env, "rr"), AGENT_COMPLETED);
+	struct buf b = {0};
+	assert_int_equal(agent_transcript(f->st, "rr", &b), 0);
+	assert_non_null(strstr(b.data, "user: please write\n"));
+	assert_non_null(strstr(b.data, "\u2192 write {\"path\": \"a.txt\""));
+	assert_non_null(strstr(b.data, "\u2190 read: hello\n"));
+	assert_non_null(strstr(b.data, "assistant: all done\n"));
+	assert_true(strstr(b.data, "user:") < strstr(b.data, "assistant: all done"));
+	buf_free(&b);
+	b = (struct buf){0};
+	assert_int_equal(agent_messages_json(f->st, "rr", NULL, &b), 0);
+	json_t *j = json_loads(b.data, 0, NULL);
+	assert_int_equal(json_array_size(j), 7);
+	json_decref(j);
+	buf_free(&b);
+	assert_int_equal(agent_transcript(f->st, "no-such-run", &b), -ENOENT);
+	buf_free(&b);
+}
+
+static void test_failed_run_shows_in_transcript(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	script(f, model_error("boom"));
+	start_run(f, "rg", "hi");
+	assert_int_equal(agent_run(&f->env, "rg"), AGENT_FAILED);
+	struct buf b = {0};
+	assert_int_equal(agent_transcript(f->st, "rg", &b), 0);
+	assert_non_null(strstr(b.data, "[run failed] boom"));
+	buf_free(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+		T(test_R5_offered_tool_write_then_read),
+		T(test_R5_tool_not_offered_is_denied_and_logged),
+		T(test_D3_patterned_bash_grant_enforced_at_execution),
+		T(test_R3_empty_allow_list_is_one_plain_completion),
+		T(test_sec6_turn_limit_fails_the_run),
+		T(test_sec7_model_error_fails_with_its_message),
+		T(test_sec7_bad_json_arguments_give_error_result),
+		T(test_R11_run_skill_inline_substitutes_arguments),
+		T(test_R12_R13_run_skill_subagent),
+		T(test_sec6_approval_waits_then_approve_executes),
+		T(test_sec6_approval_deny_refuses),
+		T(test_R7_tool_removed_while_waiting_is_refused),
+		T(test_sec6_ask_user_waits_for_input),
+		T(test_sec6_resume_after_crash_no_duplicates),
+		T(test_sec6_resume_with_final_answer_committed),
+		T(test_R12_crashed_subagent_resumes_in_its_chat),
+		T(test_R12_finished_subagent_result_reused_after_crash),
+		T(test_R13_subagent_refuses_approval_tools_and_questions),
+		T(test_R15_skill_run_inline_becomes_user_message),
+		T(test_R15_skill_run_subagent_result_as_user_message),
+		T(test_R15_user_invocable_false_and_unknown_refused),
+		T(test_sec6_cancellation),
+		T(test_sec6_cancellation_inside_subagent),
+		T(test_sec6_stopping_leaves_run_resumable),
+		T(test_transcript_and_messages_json),
+		T(test_failed_run_shows_in_transcript),
+#undef T
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
