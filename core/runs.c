@@ -78,6 +78,7 @@ struct runs {
 	 * read twice (tar, an editor) does not change under the reader. */
 	char next_id[RUN_ID_MAX + 1];
 	struct timespec next_id_time;
+	struct timespec listing_changed; /* runs/ mtime: a run came or went */
 };
 
 /* ---- the table of runs (call with lock held) ---- */
@@ -493,6 +494,7 @@ struct runs *runs_open(struct engine *e, const char *state_path, char **err)
 	if (!r)
 		goto oom;
 	r->engine = e;
+	clock_gettime(CLOCK_REALTIME, &r->listing_changed);
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->work, NULL);
 	r->next_handle = 1;
@@ -663,6 +665,8 @@ int runs_create(struct runs *r, const char *id)
 		store_run_delete(r->store, id, NULL);
 		rc = -ENOMEM;
 	}
+	if (rc == 0)
+		clock_gettime(CLOCK_REALTIME, &r->listing_changed);
 	pthread_mutex_unlock(&r->lock);
 	if (rc == 0)
 		notify(r, id, true, false, true);
@@ -684,6 +688,7 @@ int runs_remove(struct runs *r, const char *id)
 	if (rc == 0) {
 		run_delete(r, id);
 		gone = take_waiters(r, id, false);
+		clock_gettime(CLOCK_REALTIME, &r->listing_changed);
 	}
 	pthread_mutex_unlock(&r->lock);
 	if (rc == 0) {
@@ -704,6 +709,13 @@ int runs_list(struct runs *r, struct strlist *out)
 		rc = strlist_add(out, r->runs[i]->id);
 	pthread_mutex_unlock(&r->lock);
 	return rc < 0 ? -ENOMEM : 0;
+}
+
+void runs_dir_mtime(struct runs *r, struct timespec *out)
+{
+	pthread_mutex_lock(&r->lock);
+	*out = r->listing_changed;
+	pthread_mutex_unlock(&r->lock);
 }
 
 bool runs_exists(struct runs *r, const char *id)

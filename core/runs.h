@@ -61,6 +61,8 @@ int runs_remove(struct runs *r, const char *id);
 void runs_new_id(struct runs *r, char *out, size_t size, struct timespec *mtime);
 /* Every run id, sorted. */
 int runs_list(struct runs *r, struct strlist *out);
+/* When a run last came or went (the mtime of runs/). */
+void runs_dir_mtime(struct runs *r, struct timespec *out);
 /* Whether a run exists. */
 bool runs_exists(struct runs *r, const char *id);
 

@@ -282,7 +282,7 @@ static int resolve_runs(struct snapshot *s, struct node *n, const struct comps *
 	if (!rr)
 		return -ENOENT;
 	n->live = true;
-	clock_gettime(CLOCK_REALTIME, &n->mtime);
+	runs_dir_mtime(rr, &n->mtime);
 	if (p->n == 1) {
 		n->kind = N_RUNS;
 		n->type = VIEW_DIR;
@@ -621,7 +621,8 @@ int view_readdir(struct snapshot *s, const char *path, struct view_dirent **ents
 	if (a)
 		rc = -ENOMEM;
 	if (rc == 0) {
-		qsort(l.e, l.n, sizeof *l.e, cmp_dirent);
+		if (l.n > 1)
+			qsort(l.e, l.n, sizeof *l.e, cmp_dirent);
 		/* Duplicate names (two sub-skills of one name) are listed once. */
 		size_t w = 0;
 		for (size_t i = 0; i < l.n; i++) {

@@ -1,7 +1,798 @@
+/* Unit tests for core/catalog: the skill catalogue built from the sources of
+ * a config (DESIGN.md section 2, D1, D2). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
-static void placeholder(void **s) { (void)s; skip(); }
-int main(void) { const struct CMUnitTest t[] = { cmocka_unit_test(placeholder) }; return cmocka_run_group_tests(t, NULL, NULL); }
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "config.h"
+#include "strlist.h"
+
+/* ------------------------------------------------------------- helpers */
+
+/* A canonical (symlink-free) temporary directory, so the paths the
+ * catalogue stores can be predicted. */
+static char *make_tmpdir(void)
+{
+	const char *t = getenv("TMPDIR");
+	char *p = NULL;
+	assert_true(asprintf(&p, "%s/catalogtest-XXXXXX", t && *t ? t : "/tmp") > 0);
+	assert_non_null(mkdtemp(p));
+	char *real = realpath(p, NULL);
+	assert_non_null(real);
+	free(p);
+	return real;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	return remove(path);
+}
+
+static void rm_tree(char *dir)
+{
+	assert_int_equal(nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS), 0);
+	free(dir);
+}
+
+static char *join(const char *a, const char *b)
+{
+	char *p = NULL;
+	assert_true(asprintf(&p, "%s/%s", a, b) > 0);
+	return p;
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	size_t n = strlen(text);
+	assert_int_equal(fwrite(text, 1, n, f), n);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void make_dir(const char *root, const char *rel)
+{
+	char *d = join(root, rel);
+	assert_int_equal(mkdir(d, 0755), 0);
+	free(d);
+}
+
+/* Creates <root>/<rel>/SKILL.md holding text (<root>/<rel> must not exist). */
+static void make_skill(const char *root, const char *rel, const char *text)
+{
+	make_dir(root, rel);
+	char *dir = join(root, rel);
+	char *md = join(dir, "SKILL.md");
+	write_file(md, text);
+	free(md);
+	free(dir);
+}
+
+/* A simple valid SKILL.md text (static storage, overwritten by each call). */
+static const char *skill_md(const char *name, const char *extra)
+{
+	static char buf[1024];
+	snprintf(buf, sizeof buf, "---\nname: %s\ndescription: the %s skill\n%s---\nBody of %s.\n",
+		 name, name, extra ? extra : "", name);
+	return buf;
+}
+
+static struct config *parse_config(const char *base, const char *yaml)
+{
+	struct config *c = NULL;
+	char *err = NULL;
+	int rc = config_parse(yaml, strlen(yaml), "config.yaml", base, &c, &err);
+	if (rc != 0)
+		fail_msg("config_parse: %s", err ? err : "(no message)");
+	assert_non_null(c);
+	return c;
+}
+
+static struct config *default_config(const char *const *dirs, size_t n)
+{
+	struct config *c = config_default(dirs, n);
+	assert_non_null(c);
+	return c;
+}
+
+static struct catalog *build(const struct config *c, const struct catalog *prev,
+			     const struct strlist *dirty)
+{
+	struct skill_limits lim = { 0 };
+	struct catalog *cat = catalog_build(c, prev, &lim, dirty);
+	assert_non_null(cat);
+	/* Every catalogue is sorted by name with unique names. */
+	for (size_t i = 1; i < cat->n; i++)
+		assert_true(strcmp(cat->entries[i - 1].skill->name, cat->entries[i].skill->name) < 0);
+	return cat;
+}
+
+static const struct catalog_entry *must_find(const struct catalog *cat, const char *name)
+{
+	const struct catalog_entry *e = catalog_find(cat, name);
+	if (!e)
+		fail_msg("skill '%s' is not in the catalogue", name);
+	return e;
+}
+
+static bool list_has_part(const struct strlist *l, const char *a, const char *b)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (strstr(l->items[i], a) && (!b || strstr(l->items[i], b)))
+			return true;
+	return false;
+}
+
+static const char *ref_name(const struct catalog *cat, const struct catalog_entry *e, size_t k)
+{
+	assert_true(k < e->nref_subs);
+	assert_true(e->ref_subs[k] < cat->n);
+	return cat->entries[e->ref_subs[k]].skill->name;
+}
+
+/* --------------------------------------------------------- discovery */
+
+/* Section 2: each immediate subdirectory holding SKILL.md is a skill;
+ * hidden directories, directories without SKILL.md, plain files and deeper
+ * SKILL.md files are not. */
+static void test_sec2_immediate_subdirs_with_skill_md(void **state)
+{
+	(void)state;
+	char *root = make_tmpdir();
+	make_dir(root, "src");
+	char *src = join(root, "src");
+	make_skill(src, "pdf", skill_md("pdf", NULL));
+	make_skill(src, "review", skill_md("review", NULL));
+	make_skill(src, ".hidden", skill_md("hidden", NULL));
+	make_dir(src, "no-skill-md");
+	make_dir(src, "no-skill-md/deeper");
+	make_skill(src, "no-skill-md/deeper/nested", skill_md("nested", NULL));
+	char *f = join(src, "loose-file");
+	write_file(f, "not a skill\n");
+	free(f);
+	/* A directory whose SKILL.md is a directory is not a skill either. */
+	make_dir(src, "odd");
+	make_dir(src, "odd/SKILL.md");
+
+	const char *dirs[] = { src };
+	struct config *c = default_config(dirs, 1);
+	struct catalog *cat = build(c, NULL, NULL);
+	assert_int_equal(cat->n, 2);
+	assert_string_equal(cat->entries[0].skill->name, "pdf");
+	assert_string_equal(cat->entries[1].skill->name, "review");
+	char *pdf_dir = join(src, "pdf");
+	assert_string_equal(cat->entries[0].skill->dir, pdf_dir);
+	free(pdf_dir);
+	assert_int_equal(cat->entries[0].source, 0);
+	assert_true(cat->entries[0].skill->valid);
+	assert_null(catalog_find(cat, "hidden"));
+	assert_null(catalog_find(cat, "nested"));
+	assert_null(catalog_find(cat, "odd"));
+	assert_int_equal(cat->warnings.n, 0);
+
+	catalog_free(cat);
+	config_free(c);
+	free(src);
+	rm_tree(root);
+}
+
+/* Section 2: a source may itself be one skill directory. */
+static void test_sec2_source_that_is_one_skill(void **state)
+{
+	(void)state;
+	char *root = make_tmpdir();
+	make_skill(root, "solo", skill_md("solo", NULL));
+	char *solo = join(root, "solo");
+	/* Its own subdirectories are not scanned as further skills. */
+	make_skill(solo, "inner", skill_md("inner", NULL));
+	make_dir(root, "multi");
+	char *multi = join(root, "multi");
+	make_skill(multi, "other", skill_md("other", NULL));
+
+	const char *dirs[] = { solo, multi };
+	struct config *c = default_config(dirs, 2);
+	struct catalog *cat = build(c, NULL, NULL);
+	assert_int_equal(cat->n, 2);
+	const struct catalog_entry *e = must_find(cat, "solo");
+	assert_string_equal(e->skill->dir, solo);
+	assert_int_equal(e->source, 0);
+	assert_string_equal(must_find(cat, "other")->skill->name, "other");
+	assert_int_equal(must_find(cat, "other")->source, 1);
+	assert_null(catalog_find(cat, "inner"));
+
+	catalog_free(cat);
+	config_free(c);
+	free(solo);
+	free(multi);
+	rm_tree(root);
+}
+
+/* Entries are sorted by skill name (not directory name); catalog_find and
+ * catalog_index find every one and miss absent names. */
+static void test_sec2_sorted_by_name_and_lookup(void **state)
+{
+	(void)state;
+	char *root = make_tmpdir();
+	const char *dirs[] = { root };
+	/* Directory order a-dir < b-dir < c-dir; name order differs. */
+	make_skill(root, "a-dir", skill_md("zeta", NULL));
+	make_skill(root, "b-dir", skill_md("alpha", NULL));
+	make_skill(root, "c-dir", skill_md("mu", NULL));
+	make_skill(root, "beta", skill_md("beta", NULL));
+	/* No front-matter: the directory name is the skill name. */
+	make_skill(root, "omega", "Just a body.\n");
+
+	struct config *c = default_config(dirs, 1);
+	struct catalog *cat = build(c, NULL, NULL);
+	const char *want[] = { "alpha", "beta", "mu", "omega", "zeta" };
+	assert_int_equal(cat->n, 5);
+	for (size_t i = 0; i < 5; i++) {
+		assert_string_equal(cat->entries[i].skill->name, want[i]);
+		assert_int_equal(catalog_index(cat, want[i]), (long)i);
+		assert_ptr_equal(catalog_find(cat, want[i]), &cat->entries[i]);
+	}
+	char *zdir = join(root, "a-dir");
+	assert_string_equal(must_find(cat, "zeta")->skill->dir, zdir);
+	free(zdir);
+	/* Not found: before the first, between, after the last, prefixes. */
+	const char *absent[] = { "", "aaa", "alph", "alphab", "c-dir", "n", "zz", "a-dir" };
+	for (size_t i = 0; i < sizeof absent / sizeof *absent; i++) {
+		assert_int_equal(catalog_index(cat, absent[i]), -1);
+		assert_null(catalog_find(cat, absent[i]));
+	}
+
+	catalog_free(cat);
+	config_free(c);
+	rm_tree(root);
+}
+
+/* An empty catalogue (no sources, or an empty source) finds nothing. */
+static void test_sec2_empty_catalog_lookup(void **state)
+{
+	(void)state;
+	char *root = make_tmpdir();
+	const char *dirs[] = { root };
+	struct config *c = default_config(dirs, 1);
+	struct catalog *cat = build(c, NULL, NULL);
+	assert_int_equal(cat->n, 0);
+	assert_int_equal(catalog_index(cat, "x"), -1);
+	assert_null(catalog_find(cat, "x"));
+	assert_int_equal(catalog_index(NULL, "x"), -1);
+	catalog_free(cat);
+	catalog_free(NULL);
+	config_free(c);
+	rm_tree(root);
+}
+
+/* ---------------------------------------------------------- duplicates */
+
+/* Section 2: a name found in two sources: the first source wins; the
+ * catalogue warns, naming both directories. */
+static void test_sec2_duplicate_first_source_wins(void **state)
+{
+	(void)state;
+	char *root = make_tmpdir();
+	make_dir(root, "one");
+	make_dir(root, "two");
+	char *one = join(root, "one"), *two = join(root, "two");
+	/* The later source sorts first by path and holds the shadowed copy
+	 * in a directory whose name sorts first, to rule out accidents. */
+	make_skill(two, "aaa", skill_md("dup", NULL));
+	make_skill(one, "zzz", skill_md("dup", "license: MIT\n"));
+	make_skill(two, "only-two", skill_md("only-two", NULL));
+
+	const char *dirs[] = { one, two };
+	struct config *c = default_config(dirs, 2);
+	struct catalog *cat = build(c, NULL, NULL);
+	assert_int_equal(cat->n, 2);
+	const struct catalog_entry *e = must_find(cat, "dup");
+	char *win = join(one, "zzz"), *lose = join(two, "aaa");
+	assert_string_equal(e->skill->dir, win);
+	assert_int_equal(e->source, 0);
+	assert_non_null(e->skill->license);
+	assert_int_equal(cat->warnings.n, 1);
+	assert_true(list_has_part(&cat->warnings, win, lose));
+	assert_true(list_has_part(&cat->warnings, "dup", NULL));
+	assert_int_equal(must_find(cat, "only-two")->source, 1);
+
+	/* Swapping the source order swaps the winner. */
+	catalog_free(cat);
+	config_free(c);
+	const char *swapped[] = { two, one };
+	c = default_config(swapped, 2);
+	cat = build(c, NULL, NULL);
+	e = must_find(cat, "dup");
+	assert_string_equal(e->skill->dir, lose);
+	assert_null(e->skill->license);
+	assert_true(list_has_part(&cat->warnings, win, lose));
+
+	catalog_free(cat);
+	config_free(c);
+	free(win);
+	free(lose);
+	free(one);
+	free(two);
+	rm_tree(root);
+}
+
+/* --------------------------------------------------------------- trust */
+
+/* D2: trust comes from the source, overridden per skill by skills.trust;
+ * a missing or unknown level reads as untrusted. */
+static void test_D2_trust_from_source_and_override(void **state)
+{
+	(void)state;
+	char *root = make_tmpdir();
+	const char *srcs[] = { "fp", "comm", "none", "bogus" };
+	for (size_t i = 0; i < 4; i++)
+		make_dir(root, srcs[i]);
+	char *fp = join(root, "fp"), *comm = join(root, "comm");
+	char *none = join(root, "none"), *bogus = join(root, "bogus");
+	make_skill(fp, "fp-plain", skill_md("fp-plain", NULL));
+	make_skill(fp, "fp-lowered", skill_md("fp-lowered", NULL));
+	make_skill(fp, "fp-unknown-override", skill_md("fp-unknown-override", NULL));
+	make_skill(comm, "comm-plain", skill_md("comm-plain", NULL));
+	make_skill(comm, "comm-raised", skill_md("comm-raised", NULL));
+	make_skill(none, "none-plain", skill_md("none-plain", NULL));
+	make_skill(bogus, "bogus-plain", skill_md("bogus-plain", NULL));
+
+	struct config *c = parse_config(root,
+		"sources:\n"
+		"  - path: fp\n"
+		"    trust: first_party\n"
+		"  - path: comm\n"
+		"    trust: community\n"
+		"  - path: none\n"
+		"  - path: bogus\n"
+		"    trust: super_trusted\n"
+		"skills:\n"
+		"  trust:\n"
+		"    fp-lowered: community\n"
+		"    comm-raised: verified\n"
+		"    fp-unknown-override: godlike\n");
+	struct catalog *cat = build(c, NULL, NULL);
+	assert_int_equal(cat->n, 7);
+	assert_int_equal(must_find(cat, "fp-plain")->trust, TRUST_FIRST_PARTY);
+	assert_int_equal(must_find(cat, "fp-lowered")->trust, TRUST_COMMUNITY);
+	assert_int_equal(must_find(cat, "fp-unknown-override")->trust, TRUST_UNTRUSTED);
+	assert_int_equal(must_find(cat, "comm-plain")->trust, TRUST_COMMUNITY);
+	assert_int_equal(must_find(cat, "comm-raised")->trust, TRUST_VERIFIED);
+	assert_int_equal(must_find(cat, "none-plain")->trust, TRUST_UNTRUSTED);
+	assert_int_equal(must_find(cat, "bogus-plain")->trust, TRUST_UNTRUSTED);
+	assert_int_equal(must_find(cat, "bogus-plain")->source, 3);
+	/* The unknown levels were warned about by the config. */
+	assert_true(list_has_part(&c->warnings, "super_trusted", NULL));
+	assert_true(list_has_part(&c->warnings, "godlike", NULL));
+
+	catalog_free(cat);
+	config_free(c);
+	free(fp);
+	free(comm);
+	free(none);
+	free(bogus);
+	rm_tree(root);
+}
+
+/* D2: a skill can never declare its own trust. */
+static void test_D2_skill_cannot_declare_own_trust(void **state)
+{
+	(void)state;
+	char *root = make_tmpdir();
+	make_dir(root, "u");
+	char *u = join(root, "u");
+	make_skill(u, "sneaky", skill_md("sneaky", "trust: first_party\nminTrustLevel: untrusted\n"));
+	make_skill(u, "sneaky2", skill_md("sneaky2", "metadata:\n  trust: first_party\n"));
+
+	struct config *c = parse_config(root, "sources:\n  - path: u\n    trust: untrusted\n");
+	struct catalog *cat = build(c, NULL, NULL);
+	const struct catalog_entry *e = must_find(cat, "sneaky");
+	assert_true(e->skill->valid);
+	assert_int_equal(e->trust, TRUST_UNTRUSTED);
+	assert_int_equal(must_find(cat, "sneaky2")->trust, TRUST_UNTRUSTED);
+	catalog_free(cat);
+	config_free(c);
+
+	/* Same skill in a community source: still the source's level. */
+	c = parse_config(root, "sources:\n  - path: u\n    trust: community\n");
+	cat = build(c, NULL, NULL);
+	assert_int_equal(must_find(cat, "sneaky")->trust, TRUST_COMMUNITY);
+	catalog_free(cat);
+	config_free(c);
+	free(u);
+	rm_tree(root);
+}
+
+/* Section 3: skills.disabled marks the entry disabled; it stays listed. */
+static void test_sec3_disabled_marks_entry(void **state)
+{
+	(void)state;
+	char *root = make_tmpdir();
+	make_dir(root, "s");
+	char *s = join(root, "s");
+	make_skill(s, "on", skill_md("on", NULL));
+	make_skill(s, "off", skill_md("off", NULL));
+	struct config *c = parse_config(root,
+		"sources:\n  - path: s\n    trust: verified\n"
+		"skills:\n  disabled: [off, not-in-catalogue]\n");
+	struct catalog *cat = build(c, NULL, NULL);
+	assert_int_equal(cat->n, 2);
+	assert_true(must_find(cat, "off")->disabled);
+	assert_false(must_find(cat, "on")->disabled);
+	assert_int_equal(must_find(cat, "off")->trust, TRUST_VERIFIED);
+	catalog_free(cat);
+	config_free(c);
+	free(s);
+	rm_tree(root);
+}
+
+/* ---------------------------------------------------------- sub-skills */
+
+/* Section 2: front-matter sub-skills references resolve in declaration
+ * order, transitively, each at most once; a missing one is a warning on
+ * the entry; referenced skills are marked. */
+static void test_sec2_sub_skill_refs_resolved_in_order_once(void **state)
+{
+	(void)state;
+	char *root = make_tmpdir();
+	const char *dirs[] = { root };
+	make_skill(root, "parent", skill_md("parent", "sub-skills: [zed, ghost, beta, zed2]\n"));
+	make_skill(root, "zed", skill_md("zed", "sub-skills: [beta, leaf]\n"));
+	make_skill(root, "beta", skill_md("beta", NULL));
+	make_skill(root, "leaf", skill_md("leaf", NULL));
+	make_skill(root, "zed2", skill_md("zed2", "sub-skills: [leaf]\n"));
+	make_skill(root, "loner", skill_md("loner", NULL));
+
+	struct config *c = default_config(dirs, 1);
+	struct catalog *cat = build(c, NULL, NULL);
+	const struct catalog_entry *p = must_find(cat, "parent");
+	/* zed, then what zed reaches (beta, leaf), then zed2; beta and leaf
+	 * only once. */
+	assert_int_equal(p->nref_subs, 4);
+	assert_string_equal(ref_name(cat, p, 0), "zed");
+	assert_string_equal(ref_name(cat, p, 1), "beta");
+	assert_string_equal(ref_name(cat, p, 2), "leaf");
+	assert_string_equal(ref_name(cat, p, 3), "zed2");
+	assert_int_equal(p->warnings.n, 1);
+	assert_true(list_has_part(&p->warnings, "ghost", NULL));
+
+	const struct catalog_entry *z = must_find(cat, "zed");
+	assert_int_equal(z->nref_subs, 2);
+	assert_string_equal(ref_name(cat, z, 0), "beta");
+	assert_string_equal(ref_name(cat, z, 1), "leaf");
+	assert_int_equal(z->warnings.n, 0);
+
+	assert_true(must_find(cat, "zed")->is_referenced_sub);
+	assert_true(must_find(cat, "beta")->is_referenced_sub);
+	assert_true(must_find(cat, "leaf")->is_referenced_sub);
+	assert_true(must_find(cat, "zed2")->is_referenced_sub);
+	assert_false(must_find(cat, "parent")->is_referenced_sub);
+	assert_false(must_find(cat, "loner")->is_referenced_sub);
+	assert_int_equal(must_find(cat, "loner")->nref_subs, 0);
+	assert_null(must_find(cat, "loner")->ref_subs);
+
+	catalog_free(cat);
+	config_free(c);
+	rm_tree(root);
+}
+
+/* Section 2: a cycle a -> b -> a is a warning and is cut; each side lists
+ * the other once. */
+static void test_sec2_sub_skill_cycle_warns(void **state)
+{
+	(void)state;
+	char *root = make_tmpdir();
+	const char *dirs[] = { root };
+	make_skill(root, "a", skill_md("a", "sub-skills: [b]\n"));
+	make_skill(root, "b", skill_md("b", "sub-skills: [a]\n"));
+	make_skill(root, "self", skill_md("self", "sub-skills: [self]\n"));
+
+	struct config *c = default_config(dirs, 1);
+	struct catalog *cat = build(c, NULL, NULL);
+	const struct catalog_entry *a = must_find(cat, "a"), *b = must_find(cat, "b");
+	assert_int_equal(a->nref_subs, 1);
+	assert_string_equal(ref_name(cat, a, 0), "b");
+	assert_int_equal(b->nref_subs, 1);
+	assert_string_equal(ref_name(cat, b, 0), "a");
+	assert_true(list_has_part(&a->warnings, "cycle", NULL));
+	assert_true(list_has_part(&b->warnings, "cycle", NULL));
+	assert_true(a->is_referenced_sub);
+	assert_true(b->is_referenced_sub);
+
+	const struct catalog_entry *s = must_find(cat, "self");
+	assert_int_equal(s->nref_subs, 0);
+	assert_true(list_has_part(&s->warnings, "cycle", NULL));
+
+	catalog_free(cat);
+	config_free(c);
+	rm_tree(root);
+}
+
+/* A reference may cross sources. */
+static void test_sec2_sub_skill_ref_across_sources(void **state)
+{
+	(void)state;
+	char *root = make_tmpdir();
+	make_dir(root, "x");
+	make_dir(root, "y");
+	char *x = join(root, "x"), *y = join(root, "y");
+	make_skill(x, "main", skill_md("main", "sub-skills: [helper]\n"));
+	make_skill(y, "helper", skill_md("helper", NULL));
+	const char *dirs[] = { x, y };
+	struct config *c = default_config(dirs, 2);
+	struct catalog *cat = build(c, NULL, NULL);
+	const struct catalog_entry *m = must_find(cat, "main");
+	assert_int_equal(m->nref_subs, 1);
+	assert_string_equal(ref_name(cat, m, 0), "helper");
+	assert_int_equal(m->warnings.n, 0);
+	assert_true(must_find(cat, "helper")->is_referenced_sub);
+	catalog_free(cat);
+	config_free(c);
+	free(x);
+	free(y);
+	rm_tree(root);
+}
+
+/* ------------------------------------------------------------- rebuild */
+
+static void bump_mtime(const char *path, time_t delta)
+{
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	struct timespec ts[2] = { st.st_atim, st.st_mtim };
+	ts[1].tv_sec += delta;
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+/* A rebuild reuses the very skill object when SKILL.md is unchanged, and
+ * reloads it when the file changed (new size, or a new mtime alone). */
+static void test_rebuild_reuses_unchanged_reloads_changed(void **state)
+{
+	(void)state;
+	char *root = make_tmpdir();
+	const char *dirs[] = { root };
+	make_skill(root, "keep", skill_md("keep", NULL));
+	make_skill(root, "grow", skill_md("grow", NULL));
+	make_skill(root, "touch", skill_md("touch", NULL));
+	struct config *c = default_config(dirs, 1);
+	struct catalog *c1 = build(c, NULL, NULL);
+	assert_int_equal(c1->n, 3);
+	struct skill *keep1 = must_find(c1, "keep")->skill;
+	struct skill *grow1 = must_find(c1, "grow")->skill;
+	struct skill *touch1 = must_find(c1, "touch")->skill;
+
+	/* Nothing changed: every skill is shared. */
+	struct catalog *c2 = build(c, c1, NULL);
+	assert_ptr_equal(must_find(c2, "keep")->skill, keep1);
+	assert_ptr_equal(must_find(c2, "grow")->skill, grow1);
+	assert_ptr_equal(must_find(c2, "touch")->skill, touch1);
+
+	char *grow_md = join(root, "grow/SKILL.md");
+	write_file(grow_md, "---\nname: grow\ndescription: now much longer than before\n---\nNew body.\n");
+	char *touch_md = join(root, "touch/SKILL.md");
+	bump_mtime(touch_md, 10);
+
+	struct catalog *c3 = build(c, c2, NULL);
+	assert_ptr_equal(must_find(c3, "keep")->skill, keep1);
+	const struct skill *g3 = must_find(c3, "grow")->skill;
+	assert_ptr_not_equal(g3, grow1);
+	assert_string_equal(g3->description, "now much longer than before");
+	assert_ptr_not_equal(must_find(c3, "touch")->skill, touch1);
+	/* The old catalogues still hold their own (old) skills. */
+	assert_string_equal(must_find(c1, "grow")->skill->description, "the grow skill");
+	assert_string_equal(must_find(c2, "grow")->skill->description, "the grow skill");
+
+	/* Freeing the older catalogues leaves the shared skills alive. */
+	catalog_free(c1);
+	catalog_free(c2);
+	assert_string_equal(must_find(c3, "keep")->skill->name, "keep");
+	assert_string_equal(must_find(c3, "keep")->skill->body, "Body of keep.\n");
+
+	catalog_free(c3);
+	config_free(c);
+	free(grow_md);
+	free(touch_md);
+	rm_tree(root);
+}
+
+/* A skill whose directory is listed in dirty is reloaded even when its
+ * SKILL.md looks unchanged (e.g. a file under skills/ changed). */
+static void test_rebuild_reloads_dirty_dirs(void **state)
+{
+	(void)state;
+	char *root = make_tmpdir();
+	const char *dirs[] = { root };
+	make_skill(root, "clean", skill_md("clean", NULL));
+	make_skill(root, "dirty", skill_md("dirty", NULL));
+	make_skill(root, "other", skill_md("other", NULL));
+	struct config *c = default_config(dirs, 1);
+	struct catalog *c1 = build(c, NULL, NULL);
+	struct skill *clean1 = must_find(c1, "clean")->skill;
+	struct skill *dirty1 = must_find(c1, "dirty")->skill;
+	struct skill *other1 = must_find(c1, "other")->skill;
+	assert_int_equal(dirty1->nsubs, 0);
+
+	/* A directory sub-skill appears: SKILL.md of "dirty" is untouched. */
+	char *ddir = join(root, "dirty");
+	make_dir(ddir, "skills");
+	char *subs = join(ddir, "skills");
+	make_skill(subs, "part", skill_md("part", NULL));
+
+	/* Unsorted, with a directory that is not a skill. */
+	struct strlist dirty = { 0 };
+	char *odir = join(root, "other");
+	char *nowhere = join(root, "nowhere");
+	assert_int_equal(strlist_add(&dirty, odir), 0);
+	assert_int_equal(strlist_add(&dirty, nowhere), 0);
+	assert_int_equal(strlist_add(&dirty, ddir), 0);
+
+	struct catalog *c2 = build(c, c1, &dirty);
+	assert_ptr_equal(must_find(c2, "clean")->skill, clean1);
+	const struct skill *d2 = must_find(c2, "dirty")->skill;
+	assert_ptr_not_equal(d2, dirty1);
+	assert_int_equal(d2->nsubs, 1);
+	assert_string_equal(d2->subs[0]->name, "part");
+	assert_ptr_not_equal(must_find(c2, "other")->skill, other1);
+	/* The caller's list is not modified. */
+	assert_string_equal(dirty.items[0], odir);
+
+	/* Without dirty, the same rebuild would have missed the sub-skill. */
+	struct catalog *c3 = build(c, c1, NULL);
+	assert_ptr_equal(must_find(c3, "dirty")->skill, dirty1);
+
+	catalog_free(c1);
+	catalog_free(c2);
+	catalog_free(c3);
+	strlist_free(&dirty);
+	config_free(c);
+	free(ddir);
+	free(subs);
+	free(odir);
+	free(nowhere);
+	rm_tree(root);
+}
+
+/* Skills removed on disk disappear on rebuild; new ones appear. */
+static void test_rebuild_removed_skill_disappears(void **state)
+{
+	(void)state;
+	char *root = make_tmpdir();
+	const char *dirs[] = { root };
+	make_skill(root, "stays", skill_md("stays", NULL));
+	make_skill(root, "goes", skill_md("goes", NULL));
+	struct config *c = default_config(dirs, 1);
+	struct catalog *c1 = build(c, NULL, NULL);
+	assert_int_equal(c1->n, 2);
+
+	char *goes = join(root, "goes");
+	char *goes_md = join(goes, "SKILL.md");
+	assert_int_equal(unlink(goes_md), 0);
+	assert_int_equal(rmdir(goes), 0);
+	make_skill(root, "arrives", skill_md("arrives", NULL));
+
+	struct catalog *c2 = build(c, c1, NULL);
+	assert_int_equal(c2->n, 2);
+	assert_null(catalog_find(c2, "goes"));
+	assert_non_null(catalog_find(c2, "arrives"));
+	assert_ptr_equal(must_find(c2, "stays")->skill, must_find(c1, "stays")->skill);
+	/* The old catalogue is untouched. */
+	assert_non_null(catalog_find(c1, "goes"));
+	assert_null(catalog_find(c1, "arrives"));
+
+	/* Removing SKILL.md alone also removes the skill. */
+	char *stays_md = join(root, "stays/SKILL.md");
+	assert_int_equal(unlink(stays_md), 0);
+	struct catalog *c3 = build(c, c2, NULL);
+	assert_int_equal(c3->n, 1);
+	assert_null(catalog_find(c3, "stays"));
+
+	catalog_free(c1);
+	catalog_free(c2);
+	catalog_free(c3);
+	config_free(c);
+	free(goes);
+	free(goes_md);
+	free(stays_md);
+	rm_tree(root);
+}
+
+/* ------------------------------------------------------- bad sources */
+
+/* A missing source, or one that is a file, is a catalogue warning naming
+ * it; the other sources still load. */
+static void test_sec2_bad_source_warns_not_crash(void **state)
+{
+	(void)state;
+	char *root = make_tmpdir();
+	make_dir(root, "good");
+	char *good = join(root, "good");
+	make_skill(good, "fine", skill_md("fine", NULL));
+	char *missing = join(root, "missing");
+	char *file = join(root, "plain-file");
+	write_file(file, "x\n");
+
+	const char *dirs[] = { missing, good, file };
+	struct config *c = default_config(dirs, 3);
+	struct catalog *cat = build(c, NULL, NULL);
+	assert_int_equal(cat->n, 1);
+	assert_int_equal(must_find(cat, "fine")->source, 1);
+	assert_int_equal(cat->warnings.n, 2);
+	assert_true(list_has_part(&cat->warnings, missing, NULL));
+	assert_true(list_has_part(&cat->warnings, file, NULL));
+
+	/* Rebuilding over it keeps working. */
+	struct catalog *c2 = build(c, cat, NULL);
+	assert_int_equal(c2->n, 1);
+	catalog_free(c2);
+
+	catalog_free(cat);
+	config_free(c);
+	free(good);
+	free(missing);
+	free(file);
+	rm_tree(root);
+}
+
+/* D1: an invalid SKILL.md stays listed, marked invalid, declaring []. */
+static void test_D1_invalid_skill_is_listed(void **state)
+{
+	(void)state;
+	char *root = make_tmpdir();
+	const char *dirs[] = { root };
+	make_skill(root, "broken", "---\nname: broken\ndescription: [unclosed\n---\nbody\n");
+	make_skill(root, "unterminated", "---\nname: unterminated\ndescription: x\nbody\n");
+	make_skill(root, "ok", skill_md("ok", "sub-skills: [broken]\n"));
+	struct config *c = default_config(dirs, 1);
+	struct catalog *cat = build(c, NULL, NULL);
+	assert_int_equal(cat->n, 3);
+	const struct catalog_entry *b = must_find(cat, "broken");
+	assert_false(b->skill->valid);
+	assert_non_null(b->skill->error);
+	assert_true(b->skill->allowed_tools.declared);
+	assert_int_equal(b->skill->allowed_tools.n, 0);
+	assert_int_equal(b->trust, TRUST_FIRST_PARTY);
+	const struct catalog_entry *u = must_find(cat, "unterminated");
+	assert_false(u->skill->valid);
+	assert_true(must_find(cat, "ok")->skill->valid);
+	/* An invalid skill can still be referenced (and is then listed once). */
+	assert_int_equal(must_find(cat, "ok")->nref_subs, 1);
+	catalog_free(cat);
+	config_free(c);
+	rm_tree(root);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sec2_immediate_subdirs_with_skill_md),
+		cmocka_unit_test(test_sec2_source_that_is_one_skill),
+		cmocka_unit_test(test_sec2_sorted_by_name_and_lookup),
+		cmocka_unit_test(test_sec2_empty_catalog_lookup),
+		cmocka_unit_test(test_sec2_duplicate_first_source_wins),
+		cmocka_unit_test(test_D2_trust_from_source_and_override),
+		cmocka_unit_test(test_D2_skill_cannot_declare_own_trust),
+		cmocka_unit_test(test_sec3_disabled_marks_entry),
+		cmocka_unit_test(test_sec2_sub_skill_refs_resolved_in_order_once),
+		cmocka_unit_test(test_sec2_sub_skill_cycle_warns),
+		cmocka_unit_test(test_sec2_sub_skill_ref_across_sources),
+		cmocka_unit_test(test_rebuild_reuses_unchanged_reloads_changed),
+		cmocka_unit_test(test_rebuild_reloads_dirty_dirs),
+		cmocka_unit_test(test_rebuild_removed_skill_disappears),
+		cmocka_unit_test(test_sec2_bad_source_warns_not_crash),
+		cmocka_unit_test(test_D1_invalid_skill_is_listed),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
