@@ -142,8 +142,9 @@ static bool path_within(const char *real, const char *dir)
 }
 
 /* Resolves a path below a skill's files/ directory to its backing file.
- * Symlinks are followed only when they stay inside the skill directory;
- * anything else (other file types, escapes) does not exist here. */
+ * A symlink is followed only when it names a regular file inside the skill
+ * directory; symlinked directories are not followed (they could loop or
+ * lead out), and other file types do not exist here. */
 static int resolve_backing(struct node *n, const struct skill *sk, const char *const *rest,
 			   size_t nrest)
 {
@@ -156,14 +157,18 @@ static int resolve_backing(struct node *n, const struct skill *sk, const char *c
 		if (w < 0 || (size_t)w >= sizeof n->backing - off)
 			return -ENAMETOOLONG;
 		off += (size_t)w;
+		if (lstat(n->backing, &n->st) < 0)
+			return -errno;
+		if (i + 1 < nrest && !S_ISDIR(n->st.st_mode))
+			return -ENOENT; /* only real directories lead further */
 	}
-	if (lstat(n->backing, &n->st) < 0)
+	if (nrest == 0 && stat(n->backing, &n->st) < 0)
 		return -errno;
-	if (S_ISLNK(n->st.st_mode) || nrest > 1) {
+	if (S_ISLNK(n->st.st_mode)) {
 		char real[PATH_MAX], realdir[PATH_MAX];
 		if (!realpath(n->backing, real) || !realpath(sk->dir, realdir))
 			return -ENOENT;
-		if (!path_within(real, realdir) || stat(real, &n->st) < 0)
+		if (!path_within(real, realdir) || stat(real, &n->st) < 0 || !S_ISREG(n->st.st_mode))
 			return -ENOENT;
 	}
 	if (S_ISDIR(n->st.st_mode)) {
@@ -525,8 +530,9 @@ static int list_backing(struct node *n, struct dirlist *l)
 			if (!have_real && !realpath(sk->dir, realdir))
 				continue;
 			have_real = true;
-			if (!realpath(p, real) || !path_within(real, realdir) || stat(real, &st) < 0)
-				continue;
+			if (!realpath(p, real) || !path_within(real, realdir) || stat(real, &st) < 0 ||
+			    !S_ISREG(st.st_mode))
+				continue; /* only links to files inside the skill */
 		}
 		if (S_ISDIR(st.st_mode))
 			rc = add(l, de->d_name, VIEW_DIR);

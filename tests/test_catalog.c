@@ -42,10 +42,19 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
 	return remove(path);
 }
 
-static void rm_tree(char *dir)
+/* Each test gets a fresh temporary directory as its state; teardown
+ * removes it even when the test failed. */
+static int setup(void **state)
 {
-	assert_int_equal(nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS), 0);
-	free(dir);
+	*state = make_tmpdir();
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	int rc = nftw(*state, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	free(*state);
+	return rc;
 }
 
 static char *join(const char *a, const char *b)
@@ -151,8 +160,7 @@ static const char *ref_name(const struct catalog *cat, const struct catalog_entr
  * SKILL.md files are not. */
 static void test_sec2_immediate_subdirs_with_skill_md(void **state)
 {
-	(void)state;
-	char *root = make_tmpdir();
+	const char *root = *state;
 	make_dir(root, "src");
 	char *src = join(root, "src");
 	make_skill(src, "pdf", skill_md("pdf", NULL));
@@ -187,14 +195,12 @@ static void test_sec2_immediate_subdirs_with_skill_md(void **state)
 	catalog_free(cat);
 	config_free(c);
 	free(src);
-	rm_tree(root);
 }
 
 /* Section 2: a source may itself be one skill directory. */
 static void test_sec2_source_that_is_one_skill(void **state)
 {
-	(void)state;
-	char *root = make_tmpdir();
+	const char *root = *state;
 	make_skill(root, "solo", skill_md("solo", NULL));
 	char *solo = join(root, "solo");
 	/* Its own subdirectories are not scanned as further skills. */
@@ -218,15 +224,13 @@ static void test_sec2_source_that_is_one_skill(void **state)
 	config_free(c);
 	free(solo);
 	free(multi);
-	rm_tree(root);
 }
 
 /* Entries are sorted by skill name (not directory name); catalog_find and
  * catalog_index find every one and miss absent names. */
 static void test_sec2_sorted_by_name_and_lookup(void **state)
 {
-	(void)state;
-	char *root = make_tmpdir();
+	const char *root = *state;
 	const char *dirs[] = { root };
 	/* Directory order a-dir < b-dir < c-dir; name order differs. */
 	make_skill(root, "a-dir", skill_md("zeta", NULL));
@@ -257,14 +261,12 @@ static void test_sec2_sorted_by_name_and_lookup(void **state)
 
 	catalog_free(cat);
 	config_free(c);
-	rm_tree(root);
 }
 
 /* An empty catalogue (no sources, or an empty source) finds nothing. */
 static void test_sec2_empty_catalog_lookup(void **state)
 {
-	(void)state;
-	char *root = make_tmpdir();
+	const char *root = *state;
 	const char *dirs[] = { root };
 	struct config *c = default_config(dirs, 1);
 	struct catalog *cat = build(c, NULL, NULL);
@@ -275,7 +277,6 @@ static void test_sec2_empty_catalog_lookup(void **state)
 	catalog_free(cat);
 	catalog_free(NULL);
 	config_free(c);
-	rm_tree(root);
 }
 
 /* ---------------------------------------------------------- duplicates */
@@ -284,8 +285,7 @@ static void test_sec2_empty_catalog_lookup(void **state)
  * catalogue warns, naming both directories. */
 static void test_sec2_duplicate_first_source_wins(void **state)
 {
-	(void)state;
-	char *root = make_tmpdir();
+	const char *root = *state;
 	make_dir(root, "one");
 	make_dir(root, "two");
 	char *one = join(root, "one"), *two = join(root, "two");
@@ -326,7 +326,6 @@ static void test_sec2_duplicate_first_source_wins(void **state)
 	free(lose);
 	free(one);
 	free(two);
-	rm_tree(root);
 }
 
 /* --------------------------------------------------------------- trust */
@@ -335,8 +334,7 @@ static void test_sec2_duplicate_first_source_wins(void **state)
  * a missing or unknown level reads as untrusted. */
 static void test_D2_trust_from_source_and_override(void **state)
 {
-	(void)state;
-	char *root = make_tmpdir();
+	const char *root = *state;
 	const char *srcs[] = { "fp", "comm", "none", "bogus" };
 	for (size_t i = 0; i < 4; i++)
 		make_dir(root, srcs[i]);
@@ -384,14 +382,12 @@ static void test_D2_trust_from_source_and_override(void **state)
 	free(comm);
 	free(none);
 	free(bogus);
-	rm_tree(root);
 }
 
 /* D2: a skill can never declare its own trust. */
 static void test_D2_skill_cannot_declare_own_trust(void **state)
 {
-	(void)state;
-	char *root = make_tmpdir();
+	const char *root = *state;
 	make_dir(root, "u");
 	char *u = join(root, "u");
 	make_skill(u, "sneaky", skill_md("sneaky", "trust: first_party\nminTrustLevel: untrusted\n"));
@@ -413,14 +409,12 @@ static void test_D2_skill_cannot_declare_own_trust(void **state)
 	catalog_free(cat);
 	config_free(c);
 	free(u);
-	rm_tree(root);
 }
 
 /* Section 3: skills.disabled marks the entry disabled; it stays listed. */
 static void test_sec3_disabled_marks_entry(void **state)
 {
-	(void)state;
-	char *root = make_tmpdir();
+	const char *root = *state;
 	make_dir(root, "s");
 	char *s = join(root, "s");
 	make_skill(s, "on", skill_md("on", NULL));
@@ -436,7 +430,6 @@ static void test_sec3_disabled_marks_entry(void **state)
 	catalog_free(cat);
 	config_free(c);
 	free(s);
-	rm_tree(root);
 }
 
 /* ---------------------------------------------------------- sub-skills */
@@ -446,8 +439,7 @@ static void test_sec3_disabled_marks_entry(void **state)
  * the entry; referenced skills are marked. */
 static void test_sec2_sub_skill_refs_resolved_in_order_once(void **state)
 {
-	(void)state;
-	char *root = make_tmpdir();
+	const char *root = *state;
 	const char *dirs[] = { root };
 	make_skill(root, "parent", skill_md("parent", "sub-skills: [zed, ghost, beta, zed2]\n"));
 	make_skill(root, "zed", skill_md("zed", "sub-skills: [beta, leaf]\n"));
@@ -486,15 +478,13 @@ static void test_sec2_sub_skill_refs_resolved_in_order_once(void **state)
 
 	catalog_free(cat);
 	config_free(c);
-	rm_tree(root);
 }
 
 /* Section 2: a cycle a -> b -> a is a warning and is cut; each side lists
  * the other once. */
 static void test_sec2_sub_skill_cycle_warns(void **state)
 {
-	(void)state;
-	char *root = make_tmpdir();
+	const char *root = *state;
 	const char *dirs[] = { root };
 	make_skill(root, "a", skill_md("a", "sub-skills: [b]\n"));
 	make_skill(root, "b", skill_md("b", "sub-skills: [a]\n"));
@@ -518,14 +508,12 @@ static void test_sec2_sub_skill_cycle_warns(void **state)
 
 	catalog_free(cat);
 	config_free(c);
-	rm_tree(root);
 }
 
 /* A reference may cross sources. */
 static void test_sec2_sub_skill_ref_across_sources(void **state)
 {
-	(void)state;
-	char *root = make_tmpdir();
+	const char *root = *state;
 	make_dir(root, "x");
 	make_dir(root, "y");
 	char *x = join(root, "x"), *y = join(root, "y");
@@ -543,7 +531,6 @@ static void test_sec2_sub_skill_ref_across_sources(void **state)
 	config_free(c);
 	free(x);
 	free(y);
-	rm_tree(root);
 }
 
 /* ------------------------------------------------------------- rebuild */
@@ -561,8 +548,7 @@ static void bump_mtime(const char *path, time_t delta)
  * reloads it when the file changed (new size, or a new mtime alone). */
 static void test_rebuild_reuses_unchanged_reloads_changed(void **state)
 {
-	(void)state;
-	char *root = make_tmpdir();
+	const char *root = *state;
 	const char *dirs[] = { root };
 	make_skill(root, "keep", skill_md("keep", NULL));
 	make_skill(root, "grow", skill_md("grow", NULL));
@@ -605,15 +591,13 @@ static void test_rebuild_reuses_unchanged_reloads_changed(void **state)
 	config_free(c);
 	free(grow_md);
 	free(touch_md);
-	rm_tree(root);
 }
 
 /* A skill whose directory is listed in dirty is reloaded even when its
  * SKILL.md looks unchanged (e.g. a file under skills/ changed). */
 static void test_rebuild_reloads_dirty_dirs(void **state)
 {
-	(void)state;
-	char *root = make_tmpdir();
+	const char *root = *state;
 	const char *dirs[] = { root };
 	make_skill(root, "clean", skill_md("clean", NULL));
 	make_skill(root, "dirty", skill_md("dirty", NULL));
@@ -662,14 +646,12 @@ static void test_rebuild_reloads_dirty_dirs(void **state)
 	free(subs);
 	free(odir);
 	free(nowhere);
-	rm_tree(root);
 }
 
 /* Skills removed on disk disappear on rebuild; new ones appear. */
 static void test_rebuild_removed_skill_disappears(void **state)
 {
-	(void)state;
-	char *root = make_tmpdir();
+	const char *root = *state;
 	const char *dirs[] = { root };
 	make_skill(root, "stays", skill_md("stays", NULL));
 	make_skill(root, "goes", skill_md("goes", NULL));
@@ -706,7 +688,6 @@ static void test_rebuild_removed_skill_disappears(void **state)
 	free(goes);
 	free(goes_md);
 	free(stays_md);
-	rm_tree(root);
 }
 
 /* ------------------------------------------------------- bad sources */
@@ -715,8 +696,7 @@ static void test_rebuild_removed_skill_disappears(void **state)
  * it; the other sources still load. */
 static void test_sec2_bad_source_warns_not_crash(void **state)
 {
-	(void)state;
-	char *root = make_tmpdir();
+	const char *root = *state;
 	make_dir(root, "good");
 	char *good = join(root, "good");
 	make_skill(good, "fine", skill_md("fine", NULL));
@@ -743,14 +723,12 @@ static void test_sec2_bad_source_warns_not_crash(void **state)
 	free(good);
 	free(missing);
 	free(file);
-	rm_tree(root);
 }
 
 /* D1: an invalid SKILL.md stays listed, marked invalid, declaring []. */
 static void test_D1_invalid_skill_is_listed(void **state)
 {
-	(void)state;
-	char *root = make_tmpdir();
+	const char *root = *state;
 	const char *dirs[] = { root };
 	make_skill(root, "broken", "---\nname: broken\ndescription: [unclosed\n---\nbody\n");
 	make_skill(root, "unterminated", "---\nname: unterminated\ndescription: x\nbody\n");
@@ -771,28 +749,29 @@ static void test_D1_invalid_skill_is_listed(void **state)
 	assert_int_equal(must_find(cat, "ok")->nref_subs, 1);
 	catalog_free(cat);
 	config_free(c);
-	rm_tree(root);
 }
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sec2_immediate_subdirs_with_skill_md),
-		cmocka_unit_test(test_sec2_source_that_is_one_skill),
-		cmocka_unit_test(test_sec2_sorted_by_name_and_lookup),
-		cmocka_unit_test(test_sec2_empty_catalog_lookup),
-		cmocka_unit_test(test_sec2_duplicate_first_source_wins),
-		cmocka_unit_test(test_D2_trust_from_source_and_override),
-		cmocka_unit_test(test_D2_skill_cannot_declare_own_trust),
-		cmocka_unit_test(test_sec3_disabled_marks_entry),
-		cmocka_unit_test(test_sec2_sub_skill_refs_resolved_in_order_once),
-		cmocka_unit_test(test_sec2_sub_skill_cycle_warns),
-		cmocka_unit_test(test_sec2_sub_skill_ref_across_sources),
-		cmocka_unit_test(test_rebuild_reuses_unchanged_reloads_changed),
-		cmocka_unit_test(test_rebuild_reloads_dirty_dirs),
-		cmocka_unit_test(test_rebuild_removed_skill_disappears),
-		cmocka_unit_test(test_sec2_bad_source_warns_not_crash),
-		cmocka_unit_test(test_D1_invalid_skill_is_listed),
+		T(test_sec2_immediate_subdirs_with_skill_md),
+		T(test_sec2_source_that_is_one_skill),
+		T(test_sec2_sorted_by_name_and_lookup),
+		T(test_sec2_empty_catalog_lookup),
+		T(test_sec2_duplicate_first_source_wins),
+		T(test_D2_trust_from_source_and_override),
+		T(test_D2_skill_cannot_declare_own_trust),
+		T(test_sec3_disabled_marks_entry),
+		T(test_sec2_sub_skill_refs_resolved_in_order_once),
+		T(test_sec2_sub_skill_cycle_warns),
+		T(test_sec2_sub_skill_ref_across_sources),
+		T(test_rebuild_reuses_unchanged_reloads_changed),
+		T(test_rebuild_reloads_dirty_dirs),
+		T(test_rebuild_removed_skill_disappears),
+		T(test_sec2_bad_source_warns_not_crash),
+		T(test_D1_invalid_skill_is_listed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

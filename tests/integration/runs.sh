@@ -311,4 +311,45 @@ assert roles == ["system", "user", "assistant", "tool", "assistant"], roles
 PY
 }
 
+test_config_gone_before_enqueue_fails_clearly() {
+	write_config "$echo_model" 1
+	start_with || return
+	local id
+	id=$(new_run) || return
+	echo open >"$MNT/runs/$id/config"
+	sed -i '/^  open:/d' "$T/config.yaml"
+	wait_for 1 test ! -e "$MNT/configs/open" || fail "config did not reload"
+	echo "too late" >"$MNT/runs/$id/prompt"
+	assert_eq failed "$(cat "$MNT/runs/$id/wait")" "run of a vanished configuration"
+	grep -q "configuration 'open'" "$MNT/runs/$id/error" || fail "error: $(cat "$MNT/runs/$id/error")"
+}
+
+test_approval_and_question_through_files() {
+	cat >"$T/script.json" <<'JSON'
+[{"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+  "function": {"name": "bash", "arguments": "{\"command\": \"echo approved-run > out.txt\"}"}}]},
+ {"role": "assistant", "content": null, "tool_calls": [{"id": "c2", "type": "function",
+  "function": {"name": "ask_user", "arguments": "{\"question\": \"Which colour?\"}"}}]},
+ {"role": "assistant", "content": "done"}]
+JSON
+	write_config "{provider: command, command: [$FAKE_MODEL, $T/script.json], timeout: 30}" 1
+	sed -i 's/^runs:/tools: {approval: [bash]}\nruns:/' "$T/config.yaml"
+	start_with || return
+	local id
+	id=$(new_run) || return
+	echo open >"$MNT/runs/$id/config"
+	echo "needs a person" >"$MNT/runs/$id/prompt"
+	assert_eq waiting_for_approval "$(cat "$MNT/runs/$id/wait")" "wait returns when a person is needed"
+	grep -q "approval: bash" "$MNT/runs/$id/pending" || fail "pending: $(cat "$MNT/runs/$id/pending")"
+	expect_fail "Permission denied" bash -c "echo blue > '$MNT/runs/$id/input'"
+	echo approve >"$MNT/runs/$id/ctl"
+	assert_eq waiting_for_input "$(cat "$MNT/runs/$id/wait")" "then the question"
+	grep -q "Which colour?" "$MNT/runs/$id/pending" || fail "pending: $(cat "$MNT/runs/$id/pending")"
+	echo blue >"$MNT/runs/$id/input"
+	assert_eq completed "$(cat "$MNT/runs/$id/wait")" "after the answer"
+	[ ! -e "$MNT/runs/$id/pending" ] || fail "pending left after the run ended"
+	grep -q "blue" "$MNT/runs/$id/messages.json" || fail "the answer did not reach the model"
+	grep -q '"type":"tool_call"' "$MNT/runs/$id/events" || fail "no tool_call event"
+}
+
 run_tests
