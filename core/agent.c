@@ -216,21 +216,6 @@ static int log_event(struct agent *a, const char *type, json_t *data)
 
 /* Applies ch to the run, which must still be running (running -> running,
  * compare and set). */
-static int commit(struct agent *a, const struct run_change *ch)
-{
-	char *err = NULL;
-	int rc = store_run_transition(a->env->store, a->run_id, RUNSTATE_RUNNING,
-				      RUNSTATE_RUNNING, ch, &err);
-	if (rc == -EBUSY) {
-		free(err);
-		return STEP_GONE;
-	}
-	if (rc < 0)
-		return fail_err(a, rc, err);
-	progress(a);
-	return STEP_OK;
-}
-
 /* Moves the run from running to `to` with ch; STEP_GONE when it is no
  * longer running. */
 static int move(struct agent *a, enum runstate to, const struct run_change *ch)
@@ -247,6 +232,12 @@ static int move(struct agent *a, enum runstate to, const struct run_change *ch)
 	progress(a);
 	return STEP_OK;
 }
+
+static int commit(struct agent *a, const struct run_change *ch)
+{
+	return move(a, RUNSTATE_RUNNING, ch);
+}
+
 
 /* Commits msg (stolen) to the chat, with extra changes to the run (may be
  * NULL), and keeps the in-memory copy in step. */

@@ -373,7 +373,12 @@ struct store *store_open(const char *path, char **err)
 		goto fail;
 	}
 	sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
-	rc = set_journal_wal(st, path, err);
+	/* One daemon owns the database: exclusive locking keeps the WAL index
+	 * in memory and saves every commit its file-lock round trips. Other
+	 * programs can read the file once the mount is gone. */
+	rc = exec(st, "PRAGMA locking_mode=EXCLUSIVE;", err);
+	if (rc == 0)
+		rc = set_journal_wal(st, path, err);
 	if (rc == 0)
 		rc = exec(st, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
 			  err);

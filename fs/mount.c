@@ -79,6 +79,20 @@ static struct mount *M(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
+/* A file directly in a run directory (runs/<id>/<name>). */
+struct run_ref {
+	char path[4096];
+	char id[RUN_ID_MAX + 1];
+	const char *name; /* inside path */
+};
+
+/* Whether inode ino is a run file (and the run store is open); fills ref. */
+static bool run_file_of(struct mount *m, fuse_ino_t ino, struct run_ref *ref)
+{
+	return m->runs && nodes_path(&m->nodes, ino, ref->path, sizeof ref->path) == 0 &&
+	       view_run_file(ref->path, ref->id, sizeof ref->id, &ref->name);
+}
+
 static void fill_stat(const struct mount *m, uint64_t ino, const struct view_attr *a,
 		      struct stat *st)
 {
@@ -359,12 +373,8 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)fi;
 	struct mount *m = M(req);
-	char path[4096], id[RUN_ID_MAX + 1];
-	const char *name;
-	int rc = 0;
-	if (m->runs && nodes_path(&m->nodes, ino, path, sizeof path) == 0 &&
-	    view_run_file(path, id, sizeof id, &name))
-		rc = runs_flush(m->runs, id, name);
+	struct run_ref ref;
+	int rc = run_file_of(m, ino, &ref) ? runs_flush(m->runs, ref.id, ref.name) : 0;
 	fuse_reply_err(req, rc < 0 ? -rc : 0);
 }
 
@@ -480,12 +490,11 @@ static void op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 {
 	(void)fi;
 	struct mount *m = M(req);
-	char path[4096], id[RUN_ID_MAX + 1];
-	const char *name;
+	struct run_ref ref;
+	const char *id = ref.id;
 	unsigned revents = POLLIN | POLLRDNORM;
 	enum runstate st;
-	if (m->runs && ph && nodes_path(&m->nodes, ino, path, sizeof path) == 0 &&
-	    view_run_file(path, id, sizeof id, &name) && strcmp(name, "status") == 0 &&
+	if (ph && run_file_of(m, ino, &ref) && strcmp(ref.name, "status") == 0 &&
 	    runs_state(m->runs, id, &st) == 0 && !runstate_is_settled(st)) {
 		/* Not settled: no event until the run's state changes. */
 		struct poll_req *p = calloc(1, sizeof *p);
@@ -625,15 +634,12 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 {
 	(void)fi;
 	struct mount *m = M(req);
-	char path[4096], id[RUN_ID_MAX + 1];
-	const char *name;
-	int rc = nodes_path(&m->nodes, ino, path, sizeof path);
-	if (rc == 0 && (!m->runs || !view_run_file(path, id, sizeof id, &name)))
-		rc = -EACCES;
+	struct run_ref ref;
+	int rc = run_file_of(m, ino, &ref) ? 0 : -EACCES;
 	if (rc == 0 && (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
 		rc = -EACCES;
 	if (rc == 0 && (to_set & FUSE_SET_ATTR_SIZE))
-		rc = runs_truncate(m->runs, id, name, attr->st_size);
+		rc = runs_truncate(m->runs, ref.id, ref.name, attr->st_size);
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -647,13 +653,9 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 {
 	(void)fi;
 	struct mount *m = M(req);
-	char path[4096], id[RUN_ID_MAX + 1];
-	const char *name;
-	ssize_t rc = nodes_path(&m->nodes, ino, path, sizeof path);
-	if (rc == 0 && (!m->runs || !view_run_file(path, id, sizeof id, &name)))
-		rc = -EACCES;
-	if (rc == 0)
-		rc = runs_write(m->runs, id, name, buf, size, off);
+	struct run_ref ref;
+	ssize_t rc = run_file_of(m, ino, &ref) ? runs_write(m->runs, ref.id, ref.name, buf, size, off)
+					       : -EACCES;
 	if (rc < 0)
 		fuse_reply_err(req, (int)-rc);
 	else
