@@ -208,7 +208,6 @@ PY
 
 test_fifty_runs_four_workers() {
 	write_config "$echo_model" 4
-	sed -i 's/workers: 4/workers: 4/' "$T/config.yaml"
 	start_with || return
 	local ids=() i id
 	for i in $(seq 1 50); do
