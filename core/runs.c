@@ -403,7 +403,11 @@ static void execute(struct runs *r, struct run *run)
 		goto out;
 	}
 	if (from == RUNSTATE_QUEUED) {
-		if (store_run_transition(r->store, id, RUNSTATE_QUEUED, RUNSTATE_RUNNING, NULL,
+		struct run_change start = {
+			.mode = c->execution_mode == EXEC_SUBAGENT ? "subagent" : "inline",
+			.model = c->model.model ? c->model.model : model_provider(model),
+		};
+		if (store_run_transition(r->store, id, RUNSTATE_QUEUED, RUNSTATE_RUNNING, &start,
 					 NULL) < 0)
 			goto out; /* cancelled meanwhile */
 		refresh(r, id);

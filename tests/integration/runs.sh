@@ -71,7 +71,13 @@ test_echo_run_reads_result() {
 	assert_eq "$(printf 'read\nwrite')" "$(cat "$MNT/runs/$id/allowed-tools")" "stored allow-list (R6)"
 	grep -q "hello skillfs" "$MNT/runs/$id/transcript" || fail "transcript lacks the prompt"
 	python3 -m json.tool "$MNT/runs/$id/messages.json" >/dev/null || fail "messages.json is not JSON"
-	python3 -m json.tool "$MNT/runs/$id/info.json" >/dev/null || fail "info.json is not JSON"
+	python3 - "$MNT/runs/$id/info.json" <<'PY' || fail "info.json: $(cat "$MNT/runs/$id/info.json")"
+import json, sys
+i = json.load(open(sys.argv[1]))
+assert i["state"] == "completed" and i["config"] == "default", i
+assert i["mode"] == "inline" and i["model"] == "echo", i
+assert i["messages"] == 3 and i["allow_list_stored"] is True, i
+PY
 	while read -r line; do
 		python3 -c 'import json,sys; json.loads(sys.argv[1])' "$line" || fail "events line not JSON: $line"
 	done <"$MNT/runs/$id/events"
