@@ -8,6 +8,8 @@
  * failed) stops the loop at the next step. */
 #include "agent.h"
 
+#include "json_text.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -1440,12 +1442,8 @@ int agent_messages_json(struct store *st, const char *run_id,
 		chat_id = row.chat_id ? row.chat_id : AGENT_MAIN_CHAT;
 	rc = store_messages(st, run_id, chat_id, &msgs, &err);
 	free(err);
-	if (rc == 0) {
-		char *text = json_dumps(msgs, JSON_INDENT(2));
-		if (!text || buf_puts(out, text) < 0 || buf_puts(out, "\n") < 0)
-			rc = -ENOMEM;
-		free(text);
-	}
+	if (rc == 0 && json_text_append(out, msgs, JSON_INDENT(2)) < 0)
+		rc = -ENOMEM;
 	json_decref(msgs);
 	run_row_free(&row);
 	return rc;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "json_text.h"
 #include "mode.h"
 #include "resolution.h"
 #include "runs.h"
@@ -289,23 +290,6 @@ int engine_reload(struct engine *e, bool config_changed, const struct strlist *d
 
 /* ---- lazily derived texts ---- */
 
-static char *json_text(json_t *j, size_t *len)
-{
-	char *s = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);
-	if (!s)
-		return NULL;
-	size_t n = strlen(s);
-	char *t = realloc(s, n + 2);
-	if (!t) {
-		free(s);
-		return NULL;
-	}
-	t[n] = '\n';
-	t[n + 1] = '\0';
-	*len = n + 1;
-	return t;
-}
-
 static int build_skill_texts(struct snapshot *s, size_t i, struct snapshot_skill_texts *t)
 {
 	const struct config *c = snapshot_config(s);
@@ -332,8 +316,10 @@ static int build_skill_texts(struct snapshot *s, size_t i, struct snapshot_skill
 		 json_object_set_new(j, "catalog_warnings", warn ? warn : json_null()) |
 		 json_object_set_new(j, "resolved_sub_skills", refs ? refs : json_null()) |
 		 json_object_set_new(j, "mode", json_stringn(mode.data ? mode.data : "", mode.len));
-	if (rc == 0)
-		t->json = json_text(j, &t->json_len);
+	struct buf text = { 0 };
+	if (rc == 0 && json_text_append(&text, j, JSON_INDENT(2) | JSON_SORT_KEYS) == 0)
+		t->json = buf_steal(&text, &t->json_len);
+	buf_free(&text);
 	json_decref(j);
 	t->mode = buf_steal(&mode, &t->mode_len);
 	if (!t->json || !t->mode) {

@@ -559,17 +559,6 @@ static int jset(json_t *obj, const char *k, json_t *v)
 	return v ? json_object_set_new(obj, k, v) : -1;
 }
 
-static json_t *strlist_json(const struct strlist *l)
-{
-	json_t *a = json_array();
-	for (size_t i = 0; a && i < l->n; i++)
-		if (jadd(a, json_string(l->items[i])) < 0) {
-			json_decref(a);
-			return NULL;
-		}
-	return a;
-}
-
 static json_t *str_or_null(const char *s)
 {
 	return s ? json_string(s) : json_null();
@@ -584,7 +573,7 @@ static json_t *tool_json(const struct grant_tool *t)
 	if (rc == 0)
 		rc = jset(o, "unrestricted", json_boolean(t->unrestricted));
 	if (rc == 0)
-		rc = jset(o, "patterns", strlist_json(&t->patterns));
+		rc = jset(o, "patterns", strlist_to_json(&t->patterns));
 	for (size_t i = 0; i < t->nby && rc == 0; i++) {
 		json_t *e = json_object();
 		rc = e ? 0 : -1;
@@ -637,13 +626,13 @@ json_t *grants_to_json(const struct grants *g)
 		tools = NULL;
 	}
 	if (rc == 0)
-		rc = jset(o, "declaring", strlist_json(&g->declaring));
+		rc = jset(o, "declaring", strlist_to_json(&g->declaring));
 	if (rc == 0) {
 		rc = json_object_set_new(o, "dropped", dropped);
 		dropped = NULL;
 	}
 	if (rc == 0)
-		rc = jset(o, "warnings", strlist_json(&g->warnings));
+		rc = jset(o, "warnings", strlist_to_json(&g->warnings));
 	json_decref(tools);
 	json_decref(dropped);
 	if (rc < 0) {

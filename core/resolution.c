@@ -1,5 +1,7 @@
 #include "resolution.h"
 
+#include "json_text.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,13 +131,11 @@ static int render(struct resolution *r)
 
 	if (rc == 0) {
 		json_t *j = grants_to_json(&r->grants);
-		char *s = NULL;
-		if (j && json_object_set_new(j, "configuration",
-					     json_string(r->config_name)) == 0)
-			s = json_dumps(j, JSON_INDENT(2));
+		rc = j && json_object_set_new(j, "configuration",
+					      json_string(r->config_name)) == 0
+			     ? json_text_append(&b, j, JSON_INDENT(2))
+			     : -1;
 		json_decref(j);
-		rc = (s && buf_printf(&b, "%s\n", s) == 0) ? 0 : -1;
-		free(s);
 	}
 	if (rc == 0)
 		rc = set_text(r, RES_GRANTS_JSON, &b);

@@ -14,6 +14,7 @@
 #include "agent.h"
 #include "engine.h"
 #include "grants.h"
+#include "json_text.h"
 #include "model.h"
 #include "resolution.h"
 #include "store.h"
@@ -315,14 +316,6 @@ static void progress(void *arg, const char *id)
 	refresh(arg, id);
 }
 
-static long config_index_of(const struct config *c, const char *name)
-{
-	for (size_t i = 0; i < c->nconfigs; i++)
-		if (strcmp(c->configs[i].name, name) == 0)
-			return (long)i;
-	return -1;
-}
-
 /* Fails a run that cannot start, from whatever state it is in. */
 static void fail_run(struct runs *r, const char *id, enum runstate from, const char *msg)
 {
@@ -351,8 +344,8 @@ static void execute(struct runs *r, struct run *run)
 	struct model *model = NULL;
 	const char **forced = NULL;
 
-	long ci = config_index_of(c, row.config);
-	if (ci < 0) {
+	const struct configuration *cfg = config_find(c, row.config);
+	if (!cfg) {
 		snprintf(msg, sizeof msg,
 			 "configuration '%s' no longer exists in the config file; the run cannot start",
 			 row.config);
@@ -365,7 +358,7 @@ static void execute(struct runs *r, struct run *run)
 		goto out;
 	for (size_t i = 0; i < nforced; i++)
 		forced[i] = json_string_value(json_array_get(row.forced_skills, i));
-	res = resolution_build(c, s->catalog, &c->configs[ci], forced, nforced);
+	res = resolution_build(c, s->catalog, cfg, forced, nforced);
 	if (!res) {
 		fail_run(r, id, from, "out of memory while resolving the configuration");
 		goto out;
@@ -806,12 +799,8 @@ static int put_json(struct buf *out, json_t *j)
 {
 	if (!j)
 		return -ENOMEM;
-	char *t = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	int rc = json_text_append(out, j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(j);
-	if (!t)
-		return -ENOMEM;
-	int rc = buf_printf(out, "%s\n", t);
-	free(t);
 	return rc < 0 ? -ENOMEM : 0;
 }
 
@@ -1187,17 +1176,6 @@ static int check_skills(struct runs *r, const struct buf *text, struct strlist *
 	return rc;
 }
 
-static json_t *strlist_json(const struct strlist *l)
-{
-	json_t *a = json_array();
-	for (size_t i = 0; a && i < l->n; i++)
-		if (json_array_append_new(a, json_string(l->items[i])) < 0) {
-			json_decref(a);
-			return NULL;
-		}
-	return a;
-}
-
 /* ctl: cancel, approve, deny. Called with the lock held; returns with it
  * held. */
 static int apply_ctl(struct runs *r, struct run *run, const char *cmd)
@@ -1292,7 +1270,7 @@ ssize_t runs_write(struct runs *r, const char *id, const char *name, const char 
 		} else if (rc == 0) {
 			struct strlist forced = { 0 };
 			rc = check_skills(r, &tmp, &forced);
-			json_t *j = rc == 0 ? strlist_json(&forced) : NULL;
+			json_t *j = rc == 0 ? strlist_to_json(&forced) : NULL;
 			if (rc == 0 && !j)
 				rc = -ENOMEM;
 			if (rc == 0)
@@ -1396,7 +1374,7 @@ static void enqueue(struct runs *r, const char *id)
 	run->prompt_written = false;
 	char *prompt = strndup(run->prompt.data, run->prompt.len);
 	char *config = strdup(run->config);
-	json_t *forced = strlist_json(&run->forced);
+	json_t *forced = strlist_to_json(&run->forced);
 	const char **names = calloc(run->forced.n ? run->forced.n : 1, sizeof *names);
 	size_t nforced = run->forced.n;
 	for (size_t i = 0; names && i < nforced; i++)

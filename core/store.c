@@ -388,10 +388,7 @@ struct store *store_open(const char *path, char **err)
 		goto fail;
 	return st;
 fail:
-	sqlite3_close_v2(st->db);
-	pthread_mutex_destroy(&st->lock);
-	free(st->path);
-	free(st);
+	store_close(st);
 	return NULL;
 }
 

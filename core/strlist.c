@@ -67,6 +67,17 @@ void strlist_sort(struct strlist *l)
 		qsort(l->items, l->n, sizeof *l->items, cmp_str);
 }
 
+json_t *strlist_to_json(const struct strlist *l)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < l->n; i++)
+		if (json_array_append_new(a, json_string(l->items[i])) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
 void strlist_free(struct strlist *l)
 {
 	for (size_t i = 0; i < l->n; i++)

@@ -2,6 +2,7 @@
 #ifndef SKILLFS_STRLIST_H
 #define SKILLFS_STRLIST_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -24,6 +25,9 @@ bool strlist_has(const struct strlist *l, const char *s);
 int strlist_extend(struct strlist *l, const struct strlist *src);
 /* Sorts the list bytewise (strcmp order). */
 void strlist_sort(struct strlist *l);
+/* The list as a JSON array of strings (a new reference), or NULL when out
+ * of memory or an item is not valid UTF-8. */
+json_t *strlist_to_json(const struct strlist *l);
 /* Frees every item and the array; leaves l empty and reusable. */
 void strlist_free(struct strlist *l);
 

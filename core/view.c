@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "json_text.h"
 #include "resolution.h"
 #include "runs.h"
 
@@ -263,10 +264,8 @@ static int resolve_skill(struct snapshot *s, struct node *n, const struct skill 
 	}
 	if (!ce && strcmp(f, "skill.json") == 0) {
 		json_t *j = skill_to_json(sk);
-		char *txt = j ? json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
+		int rc = json_text_append(&b, j, JSON_INDENT(2) | JSON_SORT_KEYS);
 		json_decref(j);
-		int rc = txt ? buf_printf(&b, "%s\n", txt) : -1;
-		free(txt);
 		if (rc < 0) {
 			buf_free(&b);
 			return -ENOMEM;
@@ -327,14 +326,6 @@ static int resolve_runs(struct snapshot *s, struct node *n, const struct comps *
 	return set_owned_text(n, &f.data, f.mtime);
 }
 
-static long config_index(const struct config *c, const char *name)
-{
-	for (size_t i = 0; i < c->nconfigs; i++)
-		if (strcmp(c->configs[i].name, name) == 0)
-			return (long)i;
-	return -1;
-}
-
 static int resolve(struct snapshot *s, const char *path, struct node *n)
 {
 	struct comps p;
@@ -385,10 +376,10 @@ static int resolve(struct snapshot *s, const char *path, struct node *n)
 				return -ENOMEM;
 			return set_owned_text(n, &b, s->built);
 		}
-		long ci = config_index(c, p.c[1]);
-		if (ci < 0)
+		const struct configuration *cfg = config_find(c, p.c[1]);
+		if (!cfg)
 			return -ENOENT;
-		n->res = snapshot_resolution(s, (size_t)ci);
+		n->res = snapshot_resolution(s, (size_t)(cfg - c->configs));
 		if (!n->res)
 			return -ENOMEM;
 		if (p.n == 2) {
