@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "json_text.h"
 #include "mode.h"
+#include "proc.h"
 #include "resolution.h"
 #include "runs.h"
 
@@ -35,7 +36,8 @@ struct engine {
 	char *config_path;        /* absolute, or NULL */
 	struct strlist dirs;      /* -s directories */
 
-	pthread_mutex_t lock;     /* guards current */
+	pthread_mutex_t lock;     /* guards current and generation */
+	pthread_mutex_t reload_lock; /* one reload at a time */
 	struct snapshot *current;
 	uint64_t generation;
 	uint64_t resolutions_built;
@@ -166,24 +168,7 @@ static struct snapshot *snapshot_new(struct engine *e, struct shared_config *sc,
 		snapshot_unref(s);
 		return NULL;
 	}
-	s->generation = ++e->generation;
 	return s;
-}
-
-/* Whether an executable of that name is on PATH. */
-static bool program_in_path(const char *name)
-{
-	const char *path = getenv("PATH");
-	char buf[PATH_MAX];
-	while (path && *path) {
-		const char *colon = strchr(path, ':');
-		size_t len = colon ? (size_t)(colon - path) : strlen(path);
-		if (len && snprintf(buf, sizeof buf, "%.*s/%s", (int)len, path, name) < (int)sizeof buf &&
-		    access(buf, X_OK) == 0)
-			return true;
-		path = colon ? colon + 1 : NULL;
-	}
-	return false;
 }
 
 struct engine *engine_open(const struct engine_options *opt, char **err)
@@ -198,6 +183,7 @@ struct engine *engine_open(const struct engine_options *opt, char **err)
 	e->inotify_fd = -1;
 	e->stop_pipe[0] = e->stop_pipe[1] = -1;
 	pthread_mutex_init(&e->lock, NULL);
+	pthread_mutex_init(&e->reload_lock, NULL);
 	if (opt->config_path) {
 		e->config_path = realpath(opt->config_path, NULL);
 		if (!e->config_path) {
@@ -216,7 +202,9 @@ struct engine *engine_open(const struct engine_options *opt, char **err)
 		if (strlist_add_owned(&e->dirs, abs) < 0)
 			goto fail;
 	}
-	e->have_python = program_in_path("python3");
+	char *python = proc_find_program("python3", NULL);
+	e->have_python = python != NULL;
+	free(python);
 	e->opt.config_path = e->config_path;
 	e->opt.dirs = NULL;
 	e->opt.ndirs = 0;
@@ -233,6 +221,7 @@ struct engine *engine_open(const struct engine_options *opt, char **err)
 	shared_config_unref(sc);
 	if (!e->current)
 		goto fail;
+	e->current->generation = ++e->generation;
 	return e;
 fail:
 	if (!*err)
@@ -243,6 +232,10 @@ fail:
 
 int engine_reload(struct engine *e, bool config_changed, const struct strlist *dirty)
 {
+	/* Reloads run one at a time, so each builds on the last; the scan
+	 * itself happens outside e->lock, which readers of the current
+	 * snapshot (every FUSE request) take. */
+	pthread_mutex_lock(&e->reload_lock);
 	struct snapshot *old = engine_snapshot(e);
 	struct shared_config *sc = old->cfg;
 	char *cerr = NULL;
@@ -255,6 +248,7 @@ int engine_reload(struct engine *e, bool config_changed, const struct strlist *d
 			if (!sc) {
 				config_free(c);
 				snapshot_unref(old);
+				pthread_mutex_unlock(&e->reload_lock);
 				return -1;
 			}
 			own_sc = true;
@@ -263,17 +257,17 @@ int engine_reload(struct engine *e, bool config_changed, const struct strlist *d
 			config_error = cerr;
 		}
 	}
-	/* Rebuilding and publishing happen under the lock so generations stay
-	 * in order even if two reloads race. */
-	pthread_mutex_lock(&e->lock);
 	struct snapshot *now = snapshot_new(e, sc, old->catalog, dirty, config_error);
 	if (now) {
+		pthread_mutex_lock(&e->lock);
+		now->generation = ++e->generation;
 		struct snapshot *prev = e->current;
 		e->current = now;
-		snapshot_unref(prev);
 		__atomic_add_fetch(&now->refs, 1, __ATOMIC_ACQ_REL);
+		pthread_mutex_unlock(&e->lock);
+		snapshot_unref(prev);
 	}
-	pthread_mutex_unlock(&e->lock);
+	pthread_mutex_unlock(&e->reload_lock);
 	if (own_sc)
 		shared_config_unref(sc);
 	free(cerr);
@@ -661,5 +655,6 @@ void engine_close(struct engine *e)
 	free(e->config_path);
 	strlist_free(&e->dirs);
 	pthread_mutex_destroy(&e->lock);
+	pthread_mutex_destroy(&e->reload_lock);
 	free(e);
 }

@@ -124,9 +124,7 @@ static const char *search_path(const char *const *envp)
 	return p ? p : "/usr/local/bin:/usr/bin:/bin";
 }
 
-/* Resolves argv[0] like execvp would, but before fork. Returns a malloc'd
- * path, or NULL with errno (ENOENT, EACCES, ENOMEM). */
-static char *resolve_program(const char *name, const char *const *envp)
+char *proc_find_program(const char *name, const char *const *envp)
 {
 	if (!*name) {
 		errno = ENOENT;
@@ -395,7 +393,7 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res)
 		.rlimits = spec->rlimits,
 		.fd_scan_max = FD_SCAN_MAX,
 	};
-	char *path = resolve_program(spec->argv[0], spec->envp);
+	char *path = proc_find_program(spec->argv[0], spec->envp);
 	if (!path) {
 		int e = errno;
 		start_error(res, spec, ST_EXEC, e);

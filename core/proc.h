@@ -61,4 +61,10 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res);
 /* Releases the buffers of a result; it is then empty and reusable. */
 void proc_result_free(struct proc_result *res);
 
+/* Resolves a program name like execvp would (a name with '/' is taken as
+ * is; else each directory of PATH from envp, or the daemon's PATH when
+ * envp is NULL). Returns a malloc'd path, or NULL with errno (ENOENT,
+ * EACCES, ENOMEM). */
+char *proc_find_program(const char *name, const char *const *envp);
+
 #endif

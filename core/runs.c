@@ -18,6 +18,7 @@
 #include "model.h"
 #include "resolution.h"
 #include "store.h"
+#include "workspace.h"
 
 #define INPUT_MAX (256 * 1024)
 #define CONFIG_NAME_MAX 64
@@ -466,24 +467,6 @@ static void *worker_main(void *arg)
 
 /* ---- opening and closing ---- */
 
-static int mkdirs(const char *path)
-{
-	char tmp[PATH_MAX];
-	if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp)
-		return -ENAMETOOLONG;
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 struct runs *runs_open(struct engine *e, const char *state_path, char **err)
 {
 	*err = NULL;
@@ -503,7 +486,7 @@ struct runs *runs_open(struct engine *e, const char *state_path, char **err)
 		*(slash == dir ? slash + 1 : slash) = '\0';
 	else
 		snprintf(dir, sizeof dir, ".");
-	int rc = mkdirs(dir);
+	int rc = workspace_mkdirs(dir, 0700) < 0 ? -errno : 0;
 	if (rc < 0) {
 		if (asprintf(err, "cannot create the state directory %s: %s", dir, strerror(-rc)) < 0)
 			*err = NULL;
@@ -513,7 +496,7 @@ struct runs *runs_open(struct engine *e, const char *state_path, char **err)
 		r->workspaces = NULL;
 		goto oom;
 	}
-	rc = mkdirs(r->workspaces);
+	rc = workspace_mkdirs(r->workspaces, 0700) < 0 ? -errno : 0;
 	if (rc < 0) {
 		if (asprintf(err, "cannot create %s: %s", r->workspaces, strerror(-rc)) < 0)
 			*err = NULL;

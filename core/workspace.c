@@ -316,15 +316,19 @@ static int ws_open_dir(const struct workspace *ws, const char *rel)
 	return -1;
 }
 
-/* mkdir -p for the daemon's own (trusted) workspace path. */
-static int mkdir_p(char *path)
+int workspace_mkdirs(const char *dir, mode_t mode)
 {
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
 	for (char *s = path + 1;; s++) {
 		if (*s != '/' && *s != '\0')
 			continue;
 		char save = *s;
 		*s = '\0';
-		int r = mkdir(path, 0755);
+		int r = mkdir(path, mode);
 		int e = errno;
 		struct stat st;
 		if (r < 0 && !(e == EEXIST && stat(path, &st) == 0 &&
@@ -352,7 +356,7 @@ int workspace_open(struct workspace *ws, const char *root, struct buf *err)
 		goto nomem;
 	ws->dirfd = open(ws->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (ws->dirfd < 0 && errno == ENOENT) {
-		if (mkdir_p(ws->root) < 0) {
+		if (workspace_mkdirs(ws->root, 0755) < 0) {
 			buf_printf(err, "cannot create workspace %s: %s",
 				   ws->root, strerror(errno));
 			goto fail;

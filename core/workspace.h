@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "buf.h"
 
@@ -50,5 +51,10 @@ int workspace_write(const struct workspace *ws, const char *path,
 /* Releases the fd and strings; leaves ws closed. Safe to call again, and
  * after a failed workspace_open. */
 void workspace_close(struct workspace *ws);
+
+/* mkdir -p for a path of the daemon's own (trusted, not a model's): every
+ * missing directory is made with mode. Returns 0, or -1 with errno
+ * (ENOTDIR when a part exists but is not a directory). */
+int workspace_mkdirs(const char *dir, mode_t mode);
 
 #endif

@@ -125,6 +125,15 @@ static int child_path(struct mount *m, fuse_ino_t parent, const char *name, char
 	return w < 0 || (size_t)w >= size ? -ENAMETOOLONG : 0;
 }
 
+/* The attributes of path in the current snapshot: 0 or a negative errno. */
+static int attr_of(struct mount *m, const char *path, struct view_attr *a)
+{
+	struct snapshot *s = engine_snapshot(m->engine);
+	int rc = view_getattr(s, path, a);
+	snapshot_unref(s);
+	return rc;
+}
+
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct mount *m = M(req);
@@ -134,10 +143,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	struct snapshot *s = engine_snapshot(m->engine);
 	struct view_attr a;
-	rc = view_getattr(s, path, &a);
-	snapshot_unref(s);
+	rc = attr_of(m, path, &a);
 	if (rc < 0) {
 		/* Negative entries are never cached: a file that appears later
 		 * (a new skill, a run's result) is seen at once. */
@@ -172,17 +179,15 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 
 static void start_wait(struct mount *m, fuse_req_t req, const char *id, size_t size, off_t off);
 
-/* Replies to a GETATTR of ino with its attributes now. */
-static void reply_attr(struct mount *m, fuse_req_t req, fuse_ino_t ino)
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	(void)fi;
+	struct mount *m = M(req);
 	char path[4096];
-	int rc = nodes_path(&m->nodes, ino, path, sizeof path);
 	struct view_attr a;
-	if (rc == 0) {
-		struct snapshot *s = engine_snapshot(m->engine);
-		rc = view_getattr(s, path, &a);
-		snapshot_unref(s);
-	}
+	int rc = nodes_path(&m->nodes, ino, path, sizeof path);
+	if (rc == 0)
+		rc = attr_of(m, path, &a);
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -192,11 +197,6 @@ static void reply_attr(struct mount *m, fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_attr(req, &st, timeout_of(&a));
 }
 
-static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	(void)fi;
-	reply_attr(M(req), req, ino);
-}
 
 /* Skill and configuration files: cached by the kernel until we invalidate
  * them (keep_cache), no FLUSH on close, and a write open is refused here.

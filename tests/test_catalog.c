@@ -20,62 +20,28 @@
 #include "config.h"
 #include "strlist.h"
 
+#include "testutil.h"
+
 /* ------------------------------------------------------------- helpers */
-
-/* A canonical (symlink-free) temporary directory, so the paths the
- * catalogue stores can be predicted. */
-static char *make_tmpdir(void)
-{
-	const char *t = getenv("TMPDIR");
-	char *p = NULL;
-	assert_true(asprintf(&p, "%s/catalogtest-XXXXXX", t && *t ? t : "/tmp") > 0);
-	assert_non_null(mkdtemp(p));
-	char *real = realpath(p, NULL);
-	assert_non_null(real);
-	free(p);
-	return real;
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st, (void)flag, (void)ftw;
-	return remove(path);
-}
 
 /* Each test gets a fresh temporary directory as its state; teardown
  * removes it even when the test failed. */
 static int setup(void **state)
 {
-	*state = make_tmpdir();
+	/* canonical, so the paths the catalogue stores can be predicted */
+	*state = test_tmpdir("catalogtest");
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	int rc = nftw(*state, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	free(*state);
-	return rc;
-}
-
-static char *join(const char *a, const char *b)
-{
-	char *p = NULL;
-	assert_true(asprintf(&p, "%s/%s", a, b) > 0);
-	return p;
-}
-
-static void write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "wb");
-	assert_non_null(f);
-	size_t n = strlen(text);
-	assert_int_equal(fwrite(text, 1, n, f), n);
-	assert_int_equal(fclose(f), 0);
+	test_rm_tree(*state);
+	return 0;
 }
 
 static void make_dir(const char *root, const char *rel)
 {
-	char *d = join(root, rel);
+	char *d = test_join(root, rel);
 	assert_int_equal(mkdir(d, 0755), 0);
 	free(d);
 }
@@ -84,9 +50,9 @@ static void make_dir(const char *root, const char *rel)
 static void make_skill(const char *root, const char *rel, const char *text)
 {
 	make_dir(root, rel);
-	char *dir = join(root, rel);
-	char *md = join(dir, "SKILL.md");
-	write_file(md, text);
+	char *dir = test_join(root, rel);
+	char *md = test_join(dir, "SKILL.md");
+	test_write_text(md, text);
 	free(md);
 	free(dir);
 }
@@ -162,15 +128,15 @@ static void test_sec2_immediate_subdirs_with_skill_md(void **state)
 {
 	const char *root = *state;
 	make_dir(root, "src");
-	char *src = join(root, "src");
+	char *src = test_join(root, "src");
 	make_skill(src, "pdf", skill_md("pdf", NULL));
 	make_skill(src, "review", skill_md("review", NULL));
 	make_skill(src, ".hidden", skill_md("hidden", NULL));
 	make_dir(src, "no-skill-md");
 	make_dir(src, "no-skill-md/deeper");
 	make_skill(src, "no-skill-md/deeper/nested", skill_md("nested", NULL));
-	char *f = join(src, "loose-file");
-	write_file(f, "not a skill\n");
+	char *f = test_join(src, "loose-file");
+	test_write_text(f, "not a skill\n");
 	free(f);
 	/* A directory whose SKILL.md is a directory is not a skill either. */
 	make_dir(src, "odd");
@@ -182,7 +148,7 @@ static void test_sec2_immediate_subdirs_with_skill_md(void **state)
 	assert_int_equal(cat->n, 2);
 	assert_string_equal(cat->entries[0].skill->name, "pdf");
 	assert_string_equal(cat->entries[1].skill->name, "review");
-	char *pdf_dir = join(src, "pdf");
+	char *pdf_dir = test_join(src, "pdf");
 	assert_string_equal(cat->entries[0].skill->dir, pdf_dir);
 	free(pdf_dir);
 	assert_int_equal(cat->entries[0].source, 0);
@@ -202,11 +168,11 @@ static void test_sec2_source_that_is_one_skill(void **state)
 {
 	const char *root = *state;
 	make_skill(root, "solo", skill_md("solo", NULL));
-	char *solo = join(root, "solo");
+	char *solo = test_join(root, "solo");
 	/* Its own subdirectories are not scanned as further skills. */
 	make_skill(solo, "inner", skill_md("inner", NULL));
 	make_dir(root, "multi");
-	char *multi = join(root, "multi");
+	char *multi = test_join(root, "multi");
 	make_skill(multi, "other", skill_md("other", NULL));
 
 	const char *dirs[] = { solo, multi };
@@ -249,7 +215,7 @@ static void test_sec2_sorted_by_name_and_lookup(void **state)
 		assert_int_equal(catalog_index(cat, want[i]), (long)i);
 		assert_ptr_equal(catalog_find(cat, want[i]), &cat->entries[i]);
 	}
-	char *zdir = join(root, "a-dir");
+	char *zdir = test_join(root, "a-dir");
 	assert_string_equal(must_find(cat, "zeta")->skill->dir, zdir);
 	free(zdir);
 	/* Not found: before the first, between, after the last, prefixes. */
@@ -288,7 +254,7 @@ static void test_sec2_duplicate_first_source_wins(void **state)
 	const char *root = *state;
 	make_dir(root, "one");
 	make_dir(root, "two");
-	char *one = join(root, "one"), *two = join(root, "two");
+	char *one = test_join(root, "one"), *two = test_join(root, "two");
 	/* The later source sorts first by path and holds the shadowed copy
 	 * in a directory whose name sorts first, to rule out accidents. */
 	make_skill(two, "aaa", skill_md("dup", NULL));
@@ -300,7 +266,7 @@ static void test_sec2_duplicate_first_source_wins(void **state)
 	struct catalog *cat = build(c, NULL, NULL);
 	assert_int_equal(cat->n, 2);
 	const struct catalog_entry *e = must_find(cat, "dup");
-	char *win = join(one, "zzz"), *lose = join(two, "aaa");
+	char *win = test_join(one, "zzz"), *lose = test_join(two, "aaa");
 	assert_string_equal(e->skill->dir, win);
 	assert_int_equal(e->source, 0);
 	assert_non_null(e->skill->license);
@@ -338,8 +304,8 @@ static void test_D2_trust_from_source_and_override(void **state)
 	const char *srcs[] = { "fp", "comm", "none", "bogus" };
 	for (size_t i = 0; i < 4; i++)
 		make_dir(root, srcs[i]);
-	char *fp = join(root, "fp"), *comm = join(root, "comm");
-	char *none = join(root, "none"), *bogus = join(root, "bogus");
+	char *fp = test_join(root, "fp"), *comm = test_join(root, "comm");
+	char *none = test_join(root, "none"), *bogus = test_join(root, "bogus");
 	make_skill(fp, "fp-plain", skill_md("fp-plain", NULL));
 	make_skill(fp, "fp-lowered", skill_md("fp-lowered", NULL));
 	make_skill(fp, "fp-unknown-override", skill_md("fp-unknown-override", NULL));
@@ -389,7 +355,7 @@ static void test_D2_skill_cannot_declare_own_trust(void **state)
 {
 	const char *root = *state;
 	make_dir(root, "u");
-	char *u = join(root, "u");
+	char *u = test_join(root, "u");
 	make_skill(u, "sneaky", skill_md("sneaky", "trust: first_party\nminTrustLevel: untrusted\n"));
 	make_skill(u, "sneaky2", skill_md("sneaky2", "metadata:\n  trust: first_party\n"));
 
@@ -416,7 +382,7 @@ static void test_sec3_disabled_marks_entry(void **state)
 {
 	const char *root = *state;
 	make_dir(root, "s");
-	char *s = join(root, "s");
+	char *s = test_join(root, "s");
 	make_skill(s, "on", skill_md("on", NULL));
 	make_skill(s, "off", skill_md("off", NULL));
 	struct config *c = parse_config(root,
@@ -516,7 +482,7 @@ static void test_sec2_sub_skill_ref_across_sources(void **state)
 	const char *root = *state;
 	make_dir(root, "x");
 	make_dir(root, "y");
-	char *x = join(root, "x"), *y = join(root, "y");
+	char *x = test_join(root, "x"), *y = test_join(root, "y");
 	make_skill(x, "main", skill_md("main", "sub-skills: [helper]\n"));
 	make_skill(y, "helper", skill_md("helper", NULL));
 	const char *dirs[] = { x, y };
@@ -566,9 +532,9 @@ static void test_rebuild_reuses_unchanged_reloads_changed(void **state)
 	assert_ptr_equal(must_find(c2, "grow")->skill, grow1);
 	assert_ptr_equal(must_find(c2, "touch")->skill, touch1);
 
-	char *grow_md = join(root, "grow/SKILL.md");
-	write_file(grow_md, "---\nname: grow\ndescription: now much longer than before\n---\nNew body.\n");
-	char *touch_md = join(root, "touch/SKILL.md");
+	char *grow_md = test_join(root, "grow/SKILL.md");
+	test_write_text(grow_md, "---\nname: grow\ndescription: now much longer than before\n---\nNew body.\n");
+	char *touch_md = test_join(root, "touch/SKILL.md");
 	bump_mtime(touch_md, 10);
 
 	struct catalog *c3 = build(c, c2, NULL);
@@ -610,15 +576,15 @@ static void test_rebuild_reloads_dirty_dirs(void **state)
 	assert_int_equal(dirty1->nsubs, 0);
 
 	/* A directory sub-skill appears: SKILL.md of "dirty" is untouched. */
-	char *ddir = join(root, "dirty");
+	char *ddir = test_join(root, "dirty");
 	make_dir(ddir, "skills");
-	char *subs = join(ddir, "skills");
+	char *subs = test_join(ddir, "skills");
 	make_skill(subs, "part", skill_md("part", NULL));
 
 	/* Unsorted, with a directory that is not a skill. */
 	struct strlist dirty = { 0 };
-	char *odir = join(root, "other");
-	char *nowhere = join(root, "nowhere");
+	char *odir = test_join(root, "other");
+	char *nowhere = test_join(root, "nowhere");
 	assert_int_equal(strlist_add(&dirty, odir), 0);
 	assert_int_equal(strlist_add(&dirty, nowhere), 0);
 	assert_int_equal(strlist_add(&dirty, ddir), 0);
@@ -659,8 +625,8 @@ static void test_rebuild_removed_skill_disappears(void **state)
 	struct catalog *c1 = build(c, NULL, NULL);
 	assert_int_equal(c1->n, 2);
 
-	char *goes = join(root, "goes");
-	char *goes_md = join(goes, "SKILL.md");
+	char *goes = test_join(root, "goes");
+	char *goes_md = test_join(goes, "SKILL.md");
 	assert_int_equal(unlink(goes_md), 0);
 	assert_int_equal(rmdir(goes), 0);
 	make_skill(root, "arrives", skill_md("arrives", NULL));
@@ -675,7 +641,7 @@ static void test_rebuild_removed_skill_disappears(void **state)
 	assert_null(catalog_find(c1, "arrives"));
 
 	/* Removing SKILL.md alone also removes the skill. */
-	char *stays_md = join(root, "stays/SKILL.md");
+	char *stays_md = test_join(root, "stays/SKILL.md");
 	assert_int_equal(unlink(stays_md), 0);
 	struct catalog *c3 = build(c, c2, NULL);
 	assert_int_equal(c3->n, 1);
@@ -698,11 +664,11 @@ static void test_sec2_bad_source_warns_not_crash(void **state)
 {
 	const char *root = *state;
 	make_dir(root, "good");
-	char *good = join(root, "good");
+	char *good = test_join(root, "good");
 	make_skill(good, "fine", skill_md("fine", NULL));
-	char *missing = join(root, "missing");
-	char *file = join(root, "plain-file");
-	write_file(file, "x\n");
+	char *missing = test_join(root, "missing");
+	char *file = test_join(root, "plain-file");
+	test_write_text(file, "x\n");
 
 	const char *dirs[] = { missing, good, file };
 	struct config *c = default_config(dirs, 3);

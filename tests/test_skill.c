@@ -18,6 +18,8 @@
 #include "buf.h"
 #include "skill.h"
 
+#include "testutil.h"
+
 /* ------------------------------------------------------------- helpers */
 
 static struct skill *parse_n(const char *dir_name, const char *text, size_t n,
@@ -69,50 +71,13 @@ static void assert_grant(const struct tool_decl *d, size_t i, const char *tool,
 		assert_null(d->items[i].pattern);
 }
 
-static char *make_tmpdir(void)
-{
-	const char *t = getenv("TMPDIR");
-	char *p = NULL;
-	assert_true(asprintf(&p, "%s/skilltest-XXXXXX", t && *t ? t : "/tmp") > 0);
-	assert_non_null(mkdtemp(p));
-	return p;
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st, (void)flag, (void)ftw;
-	return remove(path);
-}
-
-static void rm_tree(char *dir)
-{
-	assert_int_equal(nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS), 0);
-	free(dir);
-}
-
-static char *join(const char *a, const char *b)
-{
-	char *p = NULL;
-	assert_true(asprintf(&p, "%s/%s", a, b) > 0);
-	return p;
-}
-
-static void write_file(const char *path, const char *data, size_t n)
-{
-	FILE *f = fopen(path, "wb");
-	assert_non_null(f);
-	assert_int_equal(fwrite(data, 1, n, f), n);
-	assert_int_equal(fclose(f), 0);
-}
-
 /* Creates <root>/<rel>/SKILL.md holding text; returns <root>/<rel>. */
 static char *make_skill(const char *root, const char *rel, const char *text)
 {
-	char *dir = join(root, rel);
+	char *dir = test_join(root, rel);
 	assert_int_equal(mkdir(dir, 0755), 0);
-	char *md = join(dir, "SKILL.md");
-	write_file(md, text, strlen(text));
+	char *md = test_join(dir, "SKILL.md");
+	test_write(md, text, strlen(text));
 	free(md);
 	return dir;
 }
@@ -297,16 +262,16 @@ static void test_D1_nul_byte_is_invalid(void **st)
 static void test_D1_file_over_limit_via_load_is_not_read(void **st)
 {
 	(void)st;
-	char *root = make_tmpdir();
+	char *root = test_tmpdir("skilltest");
 	size_t n = SKILL_DEFAULT_FILE_MAX + 1;
 	struct buf b = {0};
 	assert_int_equal(buf_puts(&b, "---\nname: big\ndescription: d\nallowed-tools: [bash]\n---\n"), 0);
 	while (b.len < n)
 		assert_int_equal(buf_puts(&b, "x"), 0);
-	char *dir = join(root, "big");
+	char *dir = test_join(root, "big");
 	assert_int_equal(mkdir(dir, 0755), 0);
-	char *md = join(dir, "SKILL.md");
-	write_file(md, b.data, b.len);
+	char *md = test_join(dir, "SKILL.md");
+	test_write(md, b.data, b.len);
 
 	struct skill *s = skill_load(dir, NULL);
 	assert_non_null(s);
@@ -331,7 +296,7 @@ static void test_D1_file_over_limit_via_load_is_not_read(void **st)
 	buf_free(&b);
 	free(md);
 	free(dir);
-	rm_tree(root);
+	test_rm_tree(root);
 }
 
 static void test_D1_frontmatter_over_limit_is_invalid(void **st)
@@ -930,16 +895,16 @@ static void test_refcount(void **st)
 static void test_load_directory_sub_skills(void **st)
 {
 	(void)st;
-	char *root = make_tmpdir();
+	char *root = test_tmpdir("skilltest");
 	char *dir = make_skill(root, "parent", "---\nname: parent\ndescription: p\n---\nP\n");
-	char *skills = join(dir, "skills");
+	char *skills = test_join(dir, "skills");
 	assert_int_equal(mkdir(skills, 0755), 0);
 	free(make_skill(skills, "zeta", "---\nname: zeta\ndescription: z\n---\nZ\n"));
 	free(make_skill(skills, "alpha", "---\nname: alpha\ndescription: a\n---\nA\n"));
-	char *nomd = join(skills, "notes");
+	char *nomd = test_join(skills, "notes");
 	assert_int_equal(mkdir(nomd, 0755), 0);
 	/* Deeper levels are not loaded. */
-	char *deeper = join(skills, "alpha/skills");
+	char *deeper = test_join(skills, "alpha/skills");
 	assert_int_equal(mkdir(deeper, 0755), 0);
 	free(make_skill(deeper, "inner", "---\nname: inner\n---\nI\n"));
 
@@ -974,19 +939,19 @@ static void test_load_directory_sub_skills(void **st)
 	free(nomd);
 	free(skills);
 	free(dir);
-	rm_tree(root);
+	test_rm_tree(root);
 }
 
 static void test_load_refuses_symlinked_skill_md(void **st)
 {
 	(void)st;
-	char *root = make_tmpdir();
-	char *real = join(root, "real.md");
+	char *root = test_tmpdir("skilltest");
+	char *real = test_join(root, "real.md");
 	const char *text = "---\nname: l\nallowed-tools: [bash]\n---\nb\n";
-	write_file(real, text, strlen(text));
-	char *dir = join(root, "linked");
+	test_write(real, text, strlen(text));
+	char *dir = test_join(root, "linked");
 	assert_int_equal(mkdir(dir, 0755), 0);
-	char *md = join(dir, "SKILL.md");
+	char *md = test_join(dir, "SKILL.md");
 	assert_int_equal(symlink(real, md), 0);
 	struct skill *s = skill_load(dir, NULL);
 	assert_non_null(s);
@@ -994,7 +959,7 @@ static void test_load_refuses_symlinked_skill_md(void **st)
 	assert_string_equal(s->name, "linked");
 	skill_unref(s);
 
-	char *missing = join(root, "missing");
+	char *missing = test_join(root, "missing");
 	assert_int_equal(mkdir(missing, 0755), 0);
 	s = skill_load(missing, NULL);
 	assert_non_null(s);
@@ -1002,9 +967,9 @@ static void test_load_refuses_symlinked_skill_md(void **st)
 	skill_unref(s);
 
 	/* A FIFO is refused without blocking. */
-	char *fifo_dir = join(root, "fifo");
+	char *fifo_dir = test_join(root, "fifo");
 	assert_int_equal(mkdir(fifo_dir, 0755), 0);
-	char *fifo = join(fifo_dir, "SKILL.md");
+	char *fifo = test_join(fifo_dir, "SKILL.md");
 	assert_int_equal(mkfifo(fifo, 0644), 0);
 	s = skill_load(fifo_dir, NULL);
 	assert_non_null(s);
@@ -1022,28 +987,28 @@ static void test_load_refuses_symlinked_skill_md(void **st)
 	free(md);
 	free(dir);
 	free(real);
-	rm_tree(root);
+	test_rm_tree(root);
 }
 
 static void test_same_file_tracks_identity(void **st)
 {
 	(void)st;
-	char *root = make_tmpdir();
+	char *root = test_tmpdir("skilltest");
 	char *dir = make_skill(root, "id", "---\nname: id\ndescription: d\n---\nb\n");
-	char *md = join(dir, "SKILL.md");
+	char *md = test_join(dir, "SKILL.md");
 	struct skill *s = skill_load(dir, NULL);
 	assert_non_null(s);
 	struct stat sb;
 	assert_int_equal(stat(md, &sb), 0);
 	assert_true(skill_same_file(s, &sb));
 	const char *text = "---\nname: id\ndescription: changed, longer\n---\nb\n";
-	write_file(md, text, strlen(text));
+	test_write(md, text, strlen(text));
 	assert_int_equal(stat(md, &sb), 0);
 	assert_false(skill_same_file(s, &sb));
 	skill_unref(s);
 	free(md);
 	free(dir);
-	rm_tree(root);
+	test_rm_tree(root);
 }
 
 static char *corpus_dir(void)
@@ -1100,7 +1065,7 @@ static void test_corpus_superpowers_all_valid(void **st)
 {
 	(void)st;
 	char *corpus = corpus_dir();
-	char *sp = join(corpus, "superpowers");
+	char *sp = test_join(corpus, "superpowers");
 	struct stat sb;
 	if (stat(sp, &sb) < 0) {
 		print_message("corpus not found under SKILLFS_SOURCE_ROOT/../shared; "

@@ -22,61 +22,28 @@
 #include "strlist.h"
 #include "view.h"
 
+#include "testutil.h"
+
 /* ------------------------------------------------------------- helpers */
-
-static char *make_tmpdir(void)
-{
-	const char *t = getenv("TMPDIR");
-	char *p = NULL;
-	assert_true(asprintf(&p, "%s/viewtest-XXXXXX", t && *t ? t : "/tmp") > 0);
-	assert_non_null(mkdtemp(p));
-	char *real = realpath(p, NULL);
-	assert_non_null(real);
-	free(p);
-	return real;
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st, (void)flag, (void)ftw;
-	return remove(path);
-}
-
-static void rm_tree(char *dir)
-{
-	assert_int_equal(nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS), 0);
-	free(dir);
-}
-
-static char *join(const char *a, const char *b)
-{
-	char *p = NULL;
-	assert_true(asprintf(&p, "%s/%s", a, b) > 0);
-	return p;
-}
 
 /* Writes root/rel, creating nothing else. */
 static void put(const char *root, const char *rel, const char *text)
 {
-	char *p = join(root, rel);
-	FILE *f = fopen(p, "wb");
-	assert_non_null(f);
-	size_t n = strlen(text);
-	assert_int_equal(fwrite(text, 1, n, f), n);
-	assert_int_equal(fclose(f), 0);
+	char *p = test_join(root, rel);
+	test_write_text(p, text);
 	free(p);
 }
 
 static void mk(const char *root, const char *rel)
 {
-	char *p = join(root, rel);
+	char *p = test_join(root, rel);
 	assert_int_equal(mkdir(p, 0755), 0);
 	free(p);
 }
 
 static void ln(const char *target, const char *root, const char *rel)
 {
-	char *p = join(root, rel);
+	char *p = test_join(root, rel);
 	assert_int_equal(symlink(target, p), 0);
 	free(p);
 }
@@ -281,7 +248,7 @@ struct fixture {
 static void build_skills(const char *root)
 {
 	mk(root, "skills");
-	char *sk = join(root, "skills");
+	char *sk = test_join(root, "skills");
 	mk(sk, "alpha");
 	put(sk, "alpha/SKILL.md", alpha_md);
 	mk(sk, "alpha/references");
@@ -339,9 +306,9 @@ static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof *f);
 	assert_non_null(f);
-	f->root = make_tmpdir();
+	f->root = test_tmpdir("viewtest");
 	build_skills(f->root);
-	f->skills = join(f->root, "skills");
+	f->skills = test_join(f->root, "skills");
 	f->e = open_engine(NULL, f->skills);
 	*state = f;
 	return 0;
@@ -352,7 +319,7 @@ static int teardown(void **state)
 	struct fixture *f = *state;
 	engine_close(f->e);
 	free(f->skills);
-	rm_tree(f->root);
+	test_rm_tree(f->root);
 	free(f);
 	return 0;
 }
@@ -489,7 +456,7 @@ static void test_sec8_skill_md_byte_for_byte(void **state)
 		free(v);
 		free(d);
 	}
-	char *d = join(f->skills, "parent/skills/child/SKILL.md");
+	char *d = test_join(f->skills, "parent/skills/child/SKILL.md");
 	assert_same_as_disk(s, "skills/parent/sub-skills/child/SKILL.md", d);
 	free(d);
 	size_t len;
@@ -535,7 +502,7 @@ static void test_sec8_files_mirror_and_symlinks(void **state)
 	assert_listing(s, "skills/parent/sub-skills/child/files", "helper.txt");
 	assert_listing(s, "skills/gamma/files", "");
 
-	char *guide = join(f->skills, "alpha/references/guide.md");
+	char *guide = test_join(f->skills, "alpha/references/guide.md");
 	assert_same_as_disk(s, "skills/alpha/files/references/guide.md", guide);
 	/* A symlink pointing inside the skill is served. */
 	assert_same_as_disk(s, "skills/alpha/files/link-in", guide);
@@ -547,7 +514,7 @@ static void test_sec8_files_mirror_and_symlinks(void **state)
 	assert_attr_err(s, "skills/alpha/files/link-self", ENOENT);
 	assert_attr_err(s, "skills/alpha/files/link-self/SKILL.md", ENOENT);
 	assert_readdir_err(s, "skills/alpha/files/link-self", ENOENT);
-	char *helper = join(f->skills, "parent/skills/child/helper.txt");
+	char *helper = test_join(f->skills, "parent/skills/child/helper.txt");
 	assert_same_as_disk(s, "skills/parent/sub-skills/child/files/helper.txt", helper);
 	free(helper);
 
@@ -702,7 +669,7 @@ static void test_sec9_bad_reload_keeps_last_good_config(void **state)
 	    "    skills: [alpha, gamma]\n"
 	    "  review:\n"
 	    "    skills: [beta]\n");
-	char *cfg = join(f->root, "config.yaml");
+	char *cfg = test_join(f->root, "config.yaml");
 	struct engine *e = open_engine(cfg, NULL);
 	struct snapshot *s1 = engine_snapshot(e);
 	assert_null(s1->config_error);
@@ -788,7 +755,7 @@ static void test_D1_oversized_skill_md_served_from_disk(void **state)
 	struct engine *e = engine_open(&opt, &err);
 	assert_non_null(e);
 	struct snapshot *s = engine_snapshot(e);
-	char *disk = join(f->skills, "huge/SKILL.md");
+	char *disk = test_join(f->skills, "huge/SKILL.md");
 	assert_same_as_disk(s, "skills/huge/SKILL.md", disk);
 	struct view_attr a;
 	assert_int_equal(view_getattr(s, "skills/huge/SKILL.md", &a), 0);
