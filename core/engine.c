@@ -25,10 +25,17 @@ struct shared_config {
 };
 
 /* What one inotify watch descriptor watches. */
+/* What a watched directory is to us (a directory can be several). */
+enum watch_role {
+	WATCH_SOURCE = 1,     /* a source: skills come and go in it */
+	WATCH_CONFIG_DIR = 2, /* holds the config file: only that name matters */
+};
+
 struct watch {
 	int wd;
 	char *path;
 	char *skill_dir; /* the top-level skill directory it belongs to, or NULL */
+	unsigned roles;  /* enum watch_role bits */
 };
 
 struct engine {
@@ -398,7 +405,8 @@ static void watch_forget(struct engine *e, int wd)
 	*w = (struct watch){ 0 };
 }
 
-static void watch_add(struct engine *e, const char *path, const char *skill_dir)
+static void watch_add(struct engine *e, const char *path, const char *skill_dir,
+		      unsigned roles)
 {
 	int wd = inotify_add_watch(e->inotify_fd, path, WATCH_MASK);
 	if (wd < 0)
@@ -418,6 +426,7 @@ static void watch_add(struct engine *e, const char *path, const char *skill_dir)
 	char *sd = skill_dir ? strdup(skill_dir) : NULL;
 	if (w->path) {
 		/* Same directory seen again (it may now belong to another skill). */
+		w->roles |= roles;
 		if (sd) {
 			free(w->skill_dir);
 			w->skill_dir = sd;
@@ -430,12 +439,12 @@ static void watch_add(struct engine *e, const char *path, const char *skill_dir)
 		free(sd);
 		return;
 	}
-	*w = (struct watch){ wd, p, sd };
+	*w = (struct watch){ wd, p, sd, roles };
 }
 
 static void watch_tree(struct engine *e, const char *dir, const char *skill_dir, int depth)
 {
-	watch_add(e, dir, skill_dir);
+	watch_add(e, dir, skill_dir, 0);
 	if (depth >= WATCH_DEPTH_MAX)
 		return;
 	DIR *d = opendir(dir);
@@ -466,7 +475,7 @@ static void watch_refresh(struct engine *e, const struct snapshot *old, const st
 			char *slash = strrchr(dir, '/');
 			if (slash)
 				*(slash == dir ? slash + 1 : slash) = '\0';
-			watch_add(e, dir, NULL);
+			watch_add(e, dir, NULL, WATCH_CONFIG_DIR);
 			free(dir);
 		}
 	}
@@ -474,7 +483,7 @@ static void watch_refresh(struct engine *e, const struct snapshot *old, const st
 	for (size_t i = 0; i < c->nsources; i++) {
 		/* The source, and each directory in it: a SKILL.md can appear in
 		 * a directory that was not a skill a moment ago. */
-		watch_add(e, c->sources[i].path, NULL);
+		watch_add(e, c->sources[i].path, NULL, WATCH_SOURCE);
 		DIR *d = opendir(c->sources[i].path);
 		if (!d)
 			continue;
@@ -484,7 +493,7 @@ static void watch_refresh(struct engine *e, const struct snapshot *old, const st
 				continue;
 			if (snprintf(path, sizeof path, "%s/%s", c->sources[i].path, de->d_name) <
 			    (int)sizeof path)
-				watch_add(e, path, path);
+				watch_add(e, path, path, 0);
 		}
 		closedir(d);
 	}
@@ -538,14 +547,18 @@ static void *watch_main(void *arg)
 					any = true;
 					continue;
 				}
-				any = true;
 				if (w->skill_dir) {
+					any = true;
 					if (!strlist_has(&dirty, w->skill_dir))
 						strlist_add(&dirty, w->skill_dir);
-				} else if (config_base && ev->len &&
-					   strcmp(ev->name, config_base) == 0) {
-					config_changed = true;
 				}
+				if (w->roles & WATCH_SOURCE)
+					any = true;
+				/* Other files beside the config (the state database
+				 * often) change all the time: they are not ours. */
+				if ((w->roles & WATCH_CONFIG_DIR) && config_base && ev->len &&
+				    strcmp(ev->name, config_base) == 0)
+					any = config_changed = true;
 			}
 			struct pollfd more = { e->inotify_fd, POLLIN, 0 };
 			if (poll(&more, 1, settle_ms) <= 0)

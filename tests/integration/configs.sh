@@ -91,4 +91,26 @@ test_system_prompt_parts_consistent() {
 	assert_eq "$(printf 'inline\nexecution_mode inline')" "$(head -2 "$MNT/skills/reader/mode")" "mode (R10)"
 }
 
+test_files_beside_config_do_not_reload() {
+	setup 24000
+	export SKILLFS_STATS=1
+	start || { unset SKILLFS_STATS; return; }
+	unset SKILLFS_STATS
+	cat "$MNT/configs/main/allowed-tools" >/dev/null
+	# The state database usually lives beside the config and changes at
+	# every step of every run: that must not rebuild anything.
+	local i
+	for i in 1 2 3 4 5; do
+		echo "$i" >"$T/unrelated.$i"
+		sleep 0.05
+	done
+	sleep 0.3
+	cat "$MNT/configs/main/allowed-tools" >/dev/null
+	fusermount3 -u "$MNT"
+	wait "$DAEMON_PID"
+	DAEMON_PID=
+	grep -q "resolutions_built=1\$" "$DAEMON_LOG" ||
+		fail "a file beside the config caused a reload: $(grep stats "$DAEMON_LOG")"
+}
+
 run_tests
