@@ -649,16 +649,31 @@ static void test_R12_R13_run_skill_subagent(void **state)
 	chat_rows_free(rows, n);
 }
 
-static void test_sec6_approval_waits_then_approve_executes(void **state)
+/* A run whose model asks for bash (an approval tool, writing ok.txt) and
+ * then says final; returns once the run waits for the approval. */
+static void run_to_approval(struct fx *f, const char *id, const char *final)
 {
-	struct fx *f = *state;
 	load(f);
 	assert_int_equal(strlist_add(&f->cfg->approval_tools, "bash"), 0);
 	script(f, call("c1", "bash", "{\"command\": \"echo yes > ok.txt\"}"));
-	script(f, say("done"));
-	start_run(f, "ra", "need approval");
+	script(f, say(final));
+	start_run(f, id, "need approval");
+	assert_int_equal(agent_run(&f->env, id), AGENT_WAITING_APPROVAL);
+}
 
-	assert_int_equal(agent_run(&f->env, "ra"), AGENT_WAITING_APPROVAL);
+/* What the run manager does on `echo <decision> > ctl`. */
+static void answer_approval(struct fx *f, const char *id, const char *decision)
+{
+	char *err = NULL;
+	assert_int_equal(store_run_transition(f->st, id, RUNSTATE_WAITING_FOR_APPROVAL,
+					      RUNSTATE_RUNNING,
+					      &(struct run_change){.input = decision}, &err), 0);
+}
+
+static void test_sec6_approval_waits_then_approve_executes(void **state)
+{
+	struct fx *f = *state;
+	run_to_approval(f, "ra", "done");
 	struct run_row row = get_row(f, "ra");
 	assert_int_equal(row.state, RUNSTATE_WAITING_FOR_APPROVAL);
 	assert_string_equal(json_string_value(json_object_get(row.pending, "kind")), "approval");
@@ -670,11 +685,7 @@ static void test_sec6_approval_waits_then_approve_executes(void **state)
 	char *ok = slurp(f, "ok.txt");
 	assert_null(ok);
 
-	/* the run manager: echo approve > ctl */
-	char *err = NULL;
-	assert_int_equal(store_run_transition(f->st, "ra", RUNSTATE_WAITING_FOR_APPROVAL,
-					      RUNSTATE_RUNNING,
-					      &(struct run_change){.input = "approve\n"}, &err), 0);
+	answer_approval(f, "ra", "approve\n");
 	assert_int_equal(agent_run(&f->env, "ra"), AGENT_COMPLETED);
 	ok = slurp(f, "ok.txt");
 	assert_non_null(ok);
@@ -695,16 +706,8 @@ static void test_sec6_approval_waits_then_approve_executes(void **state)
 static void test_sec6_approval_deny_refuses(void **state)
 {
 	struct fx *f = *state;
-	load(f);
-	assert_int_equal(strlist_add(&f->cfg->approval_tools, "bash"), 0);
-	script(f, call("c1", "bash", "{\"command\": \"echo yes > ok.txt\"}"));
-	script(f, say("fine"));
-	start_run(f, "rd", "need approval");
-	assert_int_equal(agent_run(&f->env, "rd"), AGENT_WAITING_APPROVAL);
-	char *err = NULL;
-	assert_int_equal(store_run_transition(f->st, "rd", RUNSTATE_WAITING_FOR_APPROVAL,
-					      RUNSTATE_RUNNING,
-					      &(struct run_change){.input = "deny"}, &err), 0);
+	run_to_approval(f, "rd", "fine");
+	answer_approval(f, "rd", "deny");
 	assert_int_equal(agent_run(&f->env, "rd"), AGENT_COMPLETED);
 	char *ok = slurp(f, "ok.txt");
 	assert_null(ok);
@@ -721,16 +724,8 @@ static void test_sec6_approval_deny_refuses(void **state)
 static void test_R7_tool_removed_while_waiting_is_refused(void **state)
 {
 	struct fx *f = *state;
-	load(f);
-	assert_int_equal(strlist_add(&f->cfg->approval_tools, "bash"), 0);
-	script(f, call("c1", "bash", "{\"command\": \"echo yes > ok.txt\"}"));
-	script(f, say("fine"));
-	start_run(f, "r7w", "need approval");
-	assert_int_equal(agent_run(&f->env, "r7w"), AGENT_WAITING_APPROVAL);
-	char *err = NULL;
-	assert_int_equal(store_run_transition(f->st, "r7w", RUNSTATE_WAITING_FOR_APPROVAL,
-					      RUNSTATE_RUNNING,
-					      &(struct run_change){.input = "approve"}, &err), 0);
+	run_to_approval(f, "r7w", "fine");
+	answer_approval(f, "r7w", "approve");
 	/* stored ∩ now, where now no longer grants bash */
 	struct grants narrowed = {0};
 	assert_int_equal(grants_copy(&f->res->grants, &narrowed), 0);
