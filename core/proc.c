@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -27,26 +29,24 @@ extern char **environ;
 #define WAIT_POLL_MS 20      /* exit polling when pidfd is unavailable */
 #define FD_SCAN_MAX 65536
 
-/* What the child failed at, reported through the error pipe. */
+#define CHILD_STACK_SIZE (64 * 1024)
+
+/* What the child failed at. */
 enum stage { ST_SETPGID, ST_DUP, ST_CHDIR, ST_RLIMIT, ST_EXEC };
 
-struct child_msg {
-	int stage;
-	int err;
-};
-
-/* Everything the child needs, prepared before fork so that the child only
- * makes async-signal-safe calls. */
+/* Everything the child needs, prepared before it starts so that the child
+ * only makes async-signal-safe calls. The child shares the parent's memory
+ * (CLONE_VM, like vfork) and writes failed/stage/err back here. */
 struct child_plan {
 	const char *path;
 	char *const *argv;
 	char *const *envp;
 	const char *cwd;
 	int in_fd, out_fd, err_fd; /* become 0, 1, 2 */
-	int errpipe;
 	int fd_scan_max;
 	bool rlimits;
 	struct rlimit cpu, fsize, as, nofile, core;
+	volatile int failed, stage, err;
 };
 
 static int64_t mono_ms(void)
@@ -184,10 +184,13 @@ static void plan_rlimits(struct child_plan *p, int timeout_ms)
 	p->core = clamp_limit(RLIMIT_CORE, 0, 0);
 }
 
-/* Runs in the forked child: async-signal-safe calls only. */
-__attribute__((noreturn)) static void child_exec(const struct child_plan *p)
+/* Runs in the child, on its own stack in the parent's memory while the
+ * parent is suspended (CLONE_VM | CLONE_VFORK): async-signal-safe calls
+ * only, and nothing that takes a lock or allocates. */
+static int child_exec(void *arg)
 {
-	struct child_msg msg = { ST_SETPGID, 0 };
+	struct child_plan *p = arg;
+	int stage = ST_SETPGID;
 	if (setpgid(0, 0) < 0)
 		goto fail;
 
@@ -200,33 +203,55 @@ __attribute__((noreturn)) static void child_exec(const struct child_plan *p)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 
-	msg.stage = ST_DUP;
+	stage = ST_DUP;
 	if (dup2(p->in_fd, 0) < 0 || dup2(p->out_fd, 1) < 0 || dup2(p->err_fd, 2) < 0)
 		goto fail;
 
-	msg.stage = ST_CHDIR;
+	stage = ST_CHDIR;
 	if (p->cwd && chdir(p->cwd) < 0)
 		goto fail;
 
-	msg.stage = ST_RLIMIT;
+	stage = ST_RLIMIT;
 	if (p->rlimits &&
 	    (setrlimit(RLIMIT_CPU, &p->cpu) < 0 || setrlimit(RLIMIT_FSIZE, &p->fsize) < 0 ||
 	     setrlimit(RLIMIT_AS, &p->as) < 0 || setrlimit(RLIMIT_NOFILE, &p->nofile) < 0 ||
 	     setrlimit(RLIMIT_CORE, &p->core) < 0))
 		goto fail;
 
-	/* Nothing but 0..2 survives exec (the error pipe closes on success). */
+	/* Nothing but 0..2 survives exec. */
 	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
 		for (int fd = 3; fd < p->fd_scan_max; fd++)
 			(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
 
-	msg.stage = ST_EXEC;
+	stage = ST_EXEC;
 	execve(p->path, p->argv, p->envp);
 fail:
-	msg.err = errno;
-	ssize_t w = write(p->errpipe, &msg, sizeof msg);
-	(void)w;
+	p->err = errno;
+	p->stage = stage;
+	p->failed = 1;
 	_exit(127);
+}
+
+/* Starts the child like vfork does: no copy of the daemon's page tables
+ * (a fork of a large multi-threaded daemon costs far more than the program
+ * it starts). Every signal is blocked across the clone so that no handler
+ * of ours runs in the child before it resets them. Returns the pid or -1. */
+static pid_t spawn_child(struct child_plan *p)
+{
+	void *stack = mmap(NULL, CHILD_STACK_SIZE, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED)
+		return -1;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid_t pid = clone(child_exec, (char *)stack + CHILD_STACK_SIZE,
+			  CLONE_VM | CLONE_VFORK | SIGCHLD, p);
+	int e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	munmap(stack, CHILD_STACK_SIZE);
+	errno = e;
+	return pid;
 }
 
 static void start_error(struct proc_result *res, const struct proc_spec *spec,
@@ -408,7 +433,6 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res)
 		plan.fd_scan_max = (int)nf.rlim_cur;
 
 	int inp[2] = { -1, -1 }, outp[2] = { -1, -1 }, errp[2] = { -1, -1 };
-	int ctl[2] = { -1, -1 };
 	struct io io = { .in = -1, .out = -1, .err = -1, .pidfd = -1,
 			 .data = spec->stdin_data, .len = spec->stdin_len };
 	int ret = -1, e = 0;
@@ -432,37 +456,23 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res)
 		goto sys_fail;
 	if (!spec->merge_stderr && (make_pipe(errp) < 0 || set_nonblock(errp[0]) < 0))
 		goto sys_fail;
-	if (make_pipe(ctl) < 0)
-		goto sys_fail;
 	plan.in_fd = inp[0];
 	plan.out_fd = outp[1];
 	plan.err_fd = spec->merge_stderr ? outp[1] : errp[1];
-	plan.errpipe = ctl[1];
 
-	pid = fork();
+	/* Returns once the child has called execve or failed before it. */
+	pid = spawn_child(&plan);
 	if (pid < 0)
 		goto sys_fail;
-	if (pid == 0)
-		child_exec(&plan);
-
-	(void)setpgid(pid, pid); /* the child does it too; whoever is first wins */
 	close_fd(&inp[0]);
 	close_fd(&outp[1]);
 	close_fd(&errp[1]);
-	close_fd(&ctl[1]);
-
-	struct child_msg msg;
-	ssize_t got;
-	do
-		got = read(ctl[0], &msg, sizeof msg);
-	while (got < 0 && errno == EINTR);
-	close_fd(&ctl[0]);
-	if (got == (ssize_t)sizeof msg) {
+	if (plan.failed) {
 		int st;
 		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 			;
-		start_error(res, spec, msg.stage, msg.err);
-		e = msg.err;
+		start_error(res, spec, plan.stage, plan.err);
+		e = plan.err;
 		goto out;
 	}
 
@@ -512,8 +522,6 @@ out:
 	close_fd(&outp[1]);
 	close_fd(&errp[0]);
 	close_fd(&errp[1]);
-	close_fd(&ctl[0]);
-	close_fd(&ctl[1]);
 	if (io.epipe && !pipe_was_pending) {
 		struct timespec zero = { 0, 0 };
 		(void)sigtimedwait(&pipeset, NULL, &zero);

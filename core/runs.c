@@ -389,13 +389,9 @@ static void execute(struct runs *r, struct run *run)
 		fail_run(r, id, from, msg);
 		goto out;
 	}
+	/* The workspace is made by the first tool that needs it. */
 	char ws[PATH_MAX];
 	snprintf(ws, sizeof ws, "%s/%s", r->workspaces, id);
-	if (mkdir(ws, 0700) < 0 && errno != EEXIST) {
-		snprintf(msg, sizeof msg, "cannot create the workspace %s: %s", ws, strerror(errno));
-		fail_run(r, id, from, msg);
-		goto out;
-	}
 	if (from == RUNSTATE_QUEUED) {
 		struct run_change start = {
 			.mode = c->execution_mode == EXEC_SUBAGENT ? "subagent" : "inline",
@@ -848,6 +844,18 @@ static int text_with_newline(struct buf *out, const char *s)
 	return 0;
 }
 
+bool runs_file_always_present(const char *name)
+{
+	static const char *const always[] = {
+		"config", "ctl", "events", "info.json", "input", "messages.json",
+		"prompt", "skills", "status", "transcript", "wait",
+	};
+	for (size_t i = 0; i < sizeof always / sizeof *always; i++)
+		if (strcmp(name, always[i]) == 0)
+			return true;
+	return false;
+}
+
 /* Names of the files a run shows now, in sorted order. */
 static int run_names(const struct run_view *v, const struct run_row *row, bool has_chats,
 		     struct strlist *out)
@@ -977,6 +985,24 @@ static int subagent_file(struct runs *r, const struct run_row *row, const struct
 	return rc < 0 ? -ENOMEM : 0;
 }
 
+/* Whether showing runs/<id>/<sub> needs the run's row and chats from the
+ * store; the run directory itself, status, wait, ctl, and what a created
+ * run holds in memory are answered without it (the hot path of a script:
+ * create, write the prompt, wait). */
+static bool needs_store(const struct run_view *v, const char *sub, bool listing)
+{
+	if (listing)
+		return true;
+	if (sub[0] == '\0' || strcmp(sub, "status") == 0 || strcmp(sub, "wait") == 0 ||
+	    strcmp(sub, "ctl") == 0)
+		return false;
+	if (v->state == RUNSTATE_CREATED &&
+	    (strcmp(sub, "prompt") == 0 || strcmp(sub, "config") == 0 ||
+	     strcmp(sub, "skills") == 0))
+		return false;
+	return true;
+}
+
 /* Shared by readdir and stat: resolves runs/<id>/<sub>. With names set,
  * lists a directory; with f set, fills a file or directory. */
 static int run_lookup(struct runs *r, const char *id, const char *sub, struct strlist *names,
@@ -986,18 +1012,20 @@ static int run_lookup(struct runs *r, const char *id, const char *sub, struct st
 	int rc = run_view_get(r, id, &v);
 	if (rc < 0)
 		return rc;
-	struct run_row row;
-	rc = store_run_get(r->store, id, &row, NULL);
-	if (rc < 0) {
-		run_view_free(&v);
-		return rc;
-	}
-	/* The in-memory state leads: the store may be a step ahead of what
-	 * waiters have been told, never behind. */
-	row.state = v.state;
+	struct run_row row = { 0 };
 	struct chat_row *chats = NULL;
 	size_t nchats = 0;
-	chats_of(r, id, &chats, &nchats);
+	if (needs_store(&v, sub, names != NULL)) {
+		rc = store_run_get(r->store, id, &row, NULL);
+		if (rc < 0) {
+			run_view_free(&v);
+			return rc;
+		}
+		/* The in-memory state leads: the store may be a step ahead of
+		 * what waiters have been told, never behind. */
+		row.state = v.state;
+		chats_of(r, id, &chats, &nchats);
+	}
 	if (f) {
 		memset(f, 0, sizeof *f);
 		f->mtime = v.changed;

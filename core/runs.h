@@ -74,6 +74,11 @@ struct run_file {
 	struct timespec mtime;
 };
 
+/* Whether every run directory holds a file called name, whatever its
+ * state (status, prompt, wait, ...; not result, error, pending,
+ * allowed-tools or subagents, which come and go). */
+bool runs_file_always_present(const char *name);
+
 /* The names in runs/<id>/<sub> (sub "" = the run directory,
  * "subagents", or "subagents/<chat>"), sorted; -ENOENT/-ENOTDIR. */
 int runs_readdir(struct runs *r, const char *id, const char *sub, struct strlist *out);

@@ -14,10 +14,23 @@
 
 #define BUSY_TIMEOUT_MS 5000
 
+/* Prepared statements are kept for reuse, keyed by the address of their
+ * SQL text (every statement is a constant string): parsing SQL anew on
+ * each call cost more than running it. */
+#define STMT_CACHE_MAX 64
+
+struct cached_stmt {
+	const char *sql;
+	sqlite3_stmt *stmt;
+	bool in_use;
+};
+
 struct store {
 	sqlite3 *db;
 	char *path;           /* for messages */
 	pthread_mutex_t lock; /* held around every use of db */
+	struct cached_stmt cache[STMT_CACHE_MAX];
+	size_t ncache;
 };
 
 /* migrations[i] takes a database from version i to version i + 1. Never
@@ -144,14 +157,46 @@ static bool state_ok(enum runstate s)
 	return (int)s >= 0 && (int)s < RUNSTATE_COUNT;
 }
 
+/* A ready statement for sql (a constant string): the cached one when it
+ * is free, else a new one that is cached when there is room. Give it back
+ * with release(). */
 static int prepare(struct store *st, const char *sql, sqlite3_stmt **out,
 		   char **err)
 {
-	if (sqlite3_prepare_v2(st->db, sql, -1, out, NULL) != SQLITE_OK) {
+	for (size_t i = 0; i < st->ncache; i++) {
+		struct cached_stmt *c = &st->cache[i];
+		if (c->sql == sql && !c->in_use) {
+			c->in_use = true;
+			*out = c->stmt;
+			return 0;
+		}
+	}
+	bool keep = st->ncache < STMT_CACHE_MAX;
+	if (sqlite3_prepare_v3(st->db, sql, -1, keep ? SQLITE_PREPARE_PERSISTENT : 0, out,
+			       NULL) != SQLITE_OK) {
 		*out = NULL;
 		return db_fail(st, err, "preparing a statement");
 	}
+	if (keep)
+		st->cache[st->ncache++] = (struct cached_stmt){ sql, *out, true };
 	return 0;
+}
+
+/* Gives a statement from prepare() back: reset for its next use, or
+ * finalized when it was not cached. NULL is ignored. */
+static void release(struct store *st, sqlite3_stmt *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < st->ncache; i++) {
+		if (st->cache[i].stmt == s) {
+			sqlite3_reset(s);
+			sqlite3_clear_bindings(s);
+			st->cache[i].in_use = false;
+			return;
+		}
+	}
+	release(st, s);
 }
 
 static int exec(struct store *st, const char *sql, char **err)
@@ -161,25 +206,33 @@ static int exec(struct store *st, const char *sql, char **err)
 	return 0;
 }
 
-/* Runs a statement that returns no rows; finalizes it. */
+/* Runs a statement that returns no rows; releases it. */
 static int step_done(struct store *st, sqlite3_stmt *s, const char *what,
 		     char **err)
 {
 	int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : db_fail(st, err, what);
-	sqlite3_finalize(s);
+	release(st, s);
 	return rc;
+}
+
+/* Runs a constant statement with no parameters and no rows. */
+static int exec_cached(struct store *st, const char *sql, char **err)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st, sql, &s, err);
+	return rc ? rc : step_done(st, s, sql, err);
 }
 
 static int begin(struct store *st, char **err)
 {
-	return exec(st, "BEGIN IMMEDIATE", err);
+	return exec_cached(st, "BEGIN IMMEDIATE", err);
 }
 
 /* Commits when rc == 0, else rolls back; returns the final result. */
 static int finish(struct store *st, int rc, char **err)
 {
 	if (rc == 0)
-		rc = exec(st, "COMMIT", err);
+		rc = exec_cached(st, "COMMIT", err);
 	if (rc != 0 && !sqlite3_get_autocommit(st->db))
 		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 	return rc;
@@ -261,7 +314,7 @@ static int pragma_int(struct store *st, const char *sql, int *out, char **err)
 		*out = sqlite3_column_int(s, 0);
 	else
 		rc = db_fail(st, err, sql);
-	sqlite3_finalize(s);
+	release(st, s);
 	return rc;
 }
 
@@ -282,7 +335,7 @@ static int set_journal_wal(struct store *st, const char *path, char **err)
 			rc = -EIO;
 		}
 	}
-	sqlite3_finalize(s);
+	release(st, s);
 	return rc;
 }
 
@@ -396,6 +449,8 @@ void store_close(struct store *st)
 {
 	if (!st)
 		return;
+	for (size_t i = 0; i < st->ncache; i++)
+		sqlite3_finalize(st->cache[i].stmt);
 	sqlite3_close_v2(st->db);
 	pthread_mutex_destroy(&st->lock);
 	free(st->path);
@@ -495,7 +550,7 @@ int store_run_get(struct store *st, const char *id, struct run_row *out,
 			rc = no_run(id, err);
 		else
 			rc = db_fail(st, err, "reading a run");
-		sqlite3_finalize(s);
+		release(st, s);
 	}
 	unlock(st);
 	if (rc != 0)
@@ -539,7 +594,7 @@ static int state_locked(struct store *st, const char *id, enum runstate *out,
 		rc = no_run(id, err);
 	else
 		rc = db_fail(st, err, "reading a run's state");
-	sqlite3_finalize(s);
+	release(st, s);
 	return rc;
 }
 
@@ -568,7 +623,7 @@ static int collect_ids(struct store *st, sqlite3_stmt *s, struct strlist *out,
 	}
 	if (rc == 0 && step != SQLITE_DONE)
 		rc = db_fail(st, err, "listing runs");
-	sqlite3_finalize(s);
+	release(st, s);
 	return rc;
 }
 
@@ -708,7 +763,7 @@ static int next_seq_locked(struct store *st, const char *sql, const char *a,
 		*out = sqlite3_column_int64(s, 0);
 	else
 		rc = db_fail(st, err, "numbering");
-	sqlite3_finalize(s);
+	release(st, s);
 	return rc;
 }
 
@@ -1062,7 +1117,7 @@ int store_messages(struct store *st, const char *run_id, const char *chat_id,
 		}
 		if (rc == 0 && step != SQLITE_DONE)
 			rc = db_fail(st, err, "reading messages");
-		sqlite3_finalize(s);
+		release(st, s);
 	}
 	unlock(st);
 	if (rc) {
@@ -1152,7 +1207,7 @@ int store_chat_transition(struct store *st, const char *run_id,
 				runstate_name(to));
 			rc = -EINVAL;
 		}
-		sqlite3_finalize(s);
+		release(st, s);
 	}
 	if (rc == 0)
 		rc = prepare(st,
@@ -1228,7 +1283,7 @@ int store_chats(struct store *st, const char *run_id, struct chat_row **rows,
 		}
 		if (rc == 0 && step != SQLITE_DONE)
 			rc = db_fail(st, err, "reading chats");
-		sqlite3_finalize(s);
+		release(st, s);
 	}
 	unlock(st);
 	if (rc) {
@@ -1345,7 +1400,7 @@ int store_events_text(struct store *st, const char *run_id, struct buf *out,
 				break;
 		if (rc == 0 && step != SQLITE_DONE)
 			rc = db_fail(st, err, "reading events");
-		sqlite3_finalize(s);
+		release(st, s);
 	}
 	unlock(st);
 	if (rc == 0 && b.len && buf_append(out, b.data, b.len) < 0)

@@ -102,6 +102,7 @@ struct node {
 	struct stat st;
 	/* runs/ */
 	bool live;          /* changes at any time: never cached */
+	bool name_stable;   /* see view_attr */
 	mode_t perm;        /* 0 = the default for the type */
 	char run_id[RUN_ID_MAX + 1];
 	char run_sub[PATH_MAX];
@@ -288,6 +289,7 @@ static int resolve_runs(struct snapshot *s, struct node *n, const struct comps *
 	n->live = true;
 	runs_dir_mtime(rr, &n->mtime);
 	if (p->n == 1) {
+		n->name_stable = true;
 		n->kind = N_RUNS;
 		n->type = VIEW_DIR;
 		return 0;
@@ -297,6 +299,7 @@ static int resolve_runs(struct snapshot *s, struct node *n, const struct comps *
 		char id[RUN_ID_MAX + 1];
 		struct buf b = { 0 };
 		runs_new_id(rr, id, sizeof id, &n->mtime);
+		n->name_stable = true;
 		if (buf_printf(&b, "%s\n", id) < 0)
 			return -ENOMEM;
 		return set_owned_text(n, &b, n->mtime);
@@ -317,6 +320,7 @@ static int resolve_runs(struct snapshot *s, struct node *n, const struct comps *
 		return rc;
 	n->perm = f.perm;
 	n->mtime = f.mtime;
+	n->name_stable = p->n == 2 || (p->n == 3 && runs_file_always_present(p->c[2]));
 	if (f.dir) {
 		buf_free(&f.data);
 		n->kind = N_RUN_DIR;
@@ -415,6 +419,7 @@ int view_getattr(struct snapshot *s, const char *path, struct view_attr *a)
 		a->size = node_size(&n);
 		a->mtime = n.mtime;
 		a->cache = n.live ? VIEW_LIVE : VIEW_STATIC;
+		a->name_stable = n.name_stable;
 	}
 	node_release(&n);
 	return rc;

@@ -26,6 +26,10 @@ struct view_attr {
 	uint64_t size;        /* exactly the bytes a read returns */
 	struct timespec mtime;
 	enum view_cache cache;
+	/* The name lives as long as its directory (runs/<id> until rmdir,
+	 * and the files every run has): its entry may be cached even when
+	 * its attributes may not. */
+	bool name_stable;
 };
 
 struct view_dirent {

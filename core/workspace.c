@@ -356,7 +356,7 @@ int workspace_open(struct workspace *ws, const char *root, struct buf *err)
 		goto nomem;
 	ws->dirfd = open(ws->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (ws->dirfd < 0 && errno == ENOENT) {
-		if (workspace_mkdirs(ws->root, 0755) < 0) {
+		if (workspace_mkdirs(ws->root, 0700) < 0) {
 			buf_printf(err, "cannot create workspace %s: %s",
 				   ws->root, strerror(errno));
 			goto fail;

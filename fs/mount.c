@@ -113,6 +113,15 @@ static double timeout_of(const struct view_attr *a)
 	return a->cache == VIEW_STATIC ? STATIC_TIMEOUT : 0.0;
 }
 
+/* Fills the timeouts of an entry reply: a name that cannot vanish while
+ * its directory exists is cached even when its attributes are not (rmdir
+ * of a run drops the kernel's entries with it). */
+static void set_timeouts(struct fuse_entry_param *e, const struct view_attr *a)
+{
+	e->attr_timeout = timeout_of(a);
+	e->entry_timeout = a->name_stable ? STATIC_TIMEOUT : e->attr_timeout;
+}
+
 /* The path of a (parent, name) pair. Returns 0 or a negative errno. */
 static int child_path(struct mount *m, fuse_ino_t parent, const char *name, char *buf,
 		      size_t size, char *parent_path, size_t psize)
@@ -159,7 +168,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	fill_stat(m, e.ino, &a, &e.attr);
-	e.attr_timeout = e.entry_timeout = timeout_of(&a);
+	set_timeouts(&e, &a);
 	if (fuse_reply_entry(req, &e) != 0)
 		nodes_forget(&m->nodes, e.ino, 1);
 }
@@ -344,7 +353,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 		if (!e.ino)
 			break;
 		fill_stat(m, e.ino, &a, &e.attr);
-		e.attr_timeout = e.entry_timeout = timeout_of(&a);
+		set_timeouts(&e, &a);
 		used += fuse_add_direntry_plus(req, buf + used, size - used, name, &e,
 					       (off_t)i + 1);
 	}
@@ -540,25 +549,19 @@ static void wake_pollers(struct mount *m, const char *id)
 	}
 }
 
-/* Drops what the kernel caches of run id and wakes its pollers. */
+/* Drops what the kernel caches of run id and wakes its pollers. Files
+ * under runs/ have timeout 0 and direct_io, so the kernel keeps nothing of
+ * them; only the listings of the directories that changed are cached. */
 static void apply_run_note(struct mount *m, const char *id, bool created, bool removed,
 			   bool state_changed)
 {
 	char path[4096];
 	uint64_t runs_ino = nodes_find(&m->nodes, "runs");
-	if ((created || removed) && runs_ino) {
+	if ((created || removed) && runs_ino)
 		fuse_lowlevel_notify_inval_inode(m->se, runs_ino, 0, 0);
-		uint64_t new_ino = nodes_find(&m->nodes, "runs/new");
-		if (new_ino)
-			fuse_lowlevel_notify_inval_inode(m->se, new_ino, 0, 0);
-	}
-	static const char *const files[] = {
-		"", "allowed-tools", "config", "ctl", "error", "events", "info.json", "input",
-		"messages.json", "pending", "prompt", "result", "skills", "status", "subagents",
-		"transcript", "wait",
-	};
-	for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-		snprintf(path, sizeof path, "runs/%s%s%s", id, files[i][0] ? "/" : "", files[i]);
+	static const char *const dirs[] = { "", "/subagents" };
+	for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+		snprintf(path, sizeof path, "runs/%s%s", id, dirs[i]);
 		uint64_t ino = nodes_find(&m->nodes, path);
 		if (ino)
 			fuse_lowlevel_notify_inval_inode(m->se, ino, 0, 0);
