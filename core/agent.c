@@ -44,6 +44,7 @@ enum step {
 struct agent {
 	const struct agent_env *env;
 	const char *run_id;
+	enum runstate from; /* QUEUED until the start is committed, then RUNNING */
 	json_t *usage; /* the run's token usage so far, summed; or NULL */
 	char *err;     /* why STEP_ERR */
 };
@@ -103,10 +104,15 @@ static bool interrupted(void *arg)
 	return interruption(arg) != STEP_OK;
 }
 
-static void progress(const struct agent *a)
+static void progress_files(const struct agent *a, bool new_files)
 {
 	if (a->env->progress)
-		a->env->progress(a->env->progress_arg, a->run_id);
+		a->env->progress(a->env->progress_arg, a->run_id, new_files);
+}
+
+static void progress(const struct agent *a)
+{
+	progress_files(a, false);
 }
 
 static const char *role_of(const json_t *msg)
@@ -240,6 +246,28 @@ static int commit(struct agent *a, const struct run_change *ch)
 	return move(a, RUNSTATE_RUNNING, ch);
 }
 
+/* The first commit of a run: queued -> running (or running -> running
+ * when it resumes) with the start's changes, in one transaction. */
+static int start(struct agent *a, struct run_change *ch)
+{
+	if (a->from == RUNSTATE_QUEUED) {
+		ch->mode = a->env->start_mode;
+		ch->model = a->env->start_model;
+	}
+	char *err = NULL;
+	int rc = store_run_transition(a->env->store, a->run_id, a->from, RUNSTATE_RUNNING, ch,
+				      &err);
+	if (rc == -EBUSY) {
+		free(err);
+		return STEP_GONE;
+	}
+	if (rc < 0)
+		return fail_err(a, rc, err);
+	a->from = RUNSTATE_RUNNING;
+	progress(a);
+	return STEP_OK;
+}
+
 
 /* Commits msg (stolen) to the chat, with extra changes to the run (may be
  * NULL), and keeps the in-memory copy in step. */
@@ -279,7 +307,8 @@ static int chat_set_schemas(struct chat *c)
 {
 	if (c->tools.n == 0)
 		return STEP_OK;
-	c->schemas = tools_schemas(&c->tools);
+	const json_t *all = c->a->env->tool_schemas;
+	c->schemas = all ? tools_schemas_pick(all, &c->tools) : tools_schemas(&c->tools);
 	if (!c->schemas)
 		return oom(c->a);
 	if (json_array_size(c->schemas) == 0) {
@@ -482,6 +511,7 @@ static int run_subagent(struct agent *a, const char *parent, json_int_t parent_s
 		}
 		free(err);
 		err = NULL;
+		progress_files(a, true); /* subagents/<chat> */
 	}
 
 	struct chat sc = {.a = a, .id = chat_id, .skill = name};
@@ -534,7 +564,7 @@ static int run_subagent(struct agent *a, const char *parent, json_int_t parent_s
 		if (src < 0) {
 			rc = fail_err(a, src, err);
 		} else {
-			progress(a);
+			progress_files(a, true); /* subagents/<chat>/result */
 			int erc = log_event(a, "subagent_finished",
 					    json_pack("{s:s, s:s, s:s}", "chat_id", chat_id,
 						      "skill", name, "state", runstate_name(end)));
@@ -1155,10 +1185,11 @@ int agent_run(const struct agent_env *env, const char *run_id)
 		free(err);
 		return -1;
 	}
-	if (row.state != RUNSTATE_RUNNING) {
+	if (row.state != RUNSTATE_RUNNING && row.state != RUNSTATE_QUEUED) {
 		run_row_free(&row);
 		return outcome_of(&a);
 	}
+	a.from = row.state;
 	if (!env->model || !env->config || !env->catalog || !env->res ||
 	    !env->allow || !env->workspace) {
 		mc.error = strdup("agent: the run's environment is incomplete");
@@ -1176,8 +1207,6 @@ int agent_run(const struct agent_env *env, const char *run_id)
 	}
 	mc.id = chat_id;
 	rc = STEP_OK;
-	if (!row.chat_id)
-		rc = commit(&a, &(struct run_change){.chat_id = chat_id});
 	for (size_t i = 0; rc == STEP_OK && i < env->allow->n; i++)
 		if (strlist_add(&mc.tools, env->allow->tools[i].name) < 0)
 			rc = oom(&a);
@@ -1185,8 +1214,32 @@ int agent_run(const struct agent_env *env, const char *run_id)
 		rc = chat_set_schemas(&mc);
 	if (rc == STEP_OK)
 		rc = chat_load(&mc);
-	if (rc == STEP_OK && json_array_size(mc.msgs) == 0)
-		rc = append_text(&mc, "system", env->res->text[RES_SYSTEM_PROMPT]);
+	if (rc == STEP_OK) {
+		/* The start, the chat id, the system message and a plain
+		 * prompt are one step: one commit. */
+		const char *prompt = row.prompt ? row.prompt : "";
+		bool plain = strncmp(prompt, SKILL_RUN_PREFIX, strlen(SKILL_RUN_PREFIX)) != 0;
+		json_t *first = json_array();
+		size_t have = json_array_size(mc.msgs);
+		bool ok = first != NULL;
+		if (ok && have == 0)
+			ok = json_array_append_new(
+				     first, json_pack("{s:s, s:s}", "role", "system", "content",
+						      env->res->text[RES_SYSTEM_PROMPT] ?: "")) == 0;
+		if (ok && plain && have + json_array_size(first) == 1)
+			ok = json_array_append_new(first, json_pack("{s:s, s:s}", "role", "user",
+								    "content", prompt)) == 0;
+		if (!ok) {
+			rc = oom(&a);
+		} else if (a.from == RUNSTATE_QUEUED || !row.chat_id || json_array_size(first)) {
+			rc = start(&a, &(struct run_change){ .chat_id = row.chat_id ? NULL : chat_id,
+							    .msg_chat = chat_id,
+							    .msgs = first });
+			if (rc == STEP_OK && json_array_extend(mc.msgs, first) < 0)
+				rc = oom(&a);
+		}
+		json_decref(first);
+	}
 	if (rc == STEP_OK && json_array_size(mc.msgs) == 1) {
 		rc = first_user_message(&mc, row.prompt ? row.prompt : "", &user);
 		if (rc == STEP_OK)
@@ -1196,6 +1249,11 @@ int agent_run(const struct agent_env *env, const char *run_id)
 		rc = chat_loop(&mc);
 done:
 	run_row_free(&row);
+	/* A run that could not start still moves to running first, so that
+	 * it can end failed. */
+	if (a.from == RUNSTATE_QUEUED && rc != STEP_GONE && rc != STEP_STOP &&
+	    start(&a, &(struct run_change){ 0 }) != STEP_OK)
+		rc = STEP_GONE;
 	int out = finish(&a, rc, &mc);
 	chat_free(&mc);
 	free(user);

@@ -28,6 +28,10 @@ struct agent_env {
 	                                     caller */
 	const char *workspace;            /* absolute; exists */
 	bool have_python;                 /* R13 */
+	const json_t *tool_schemas;       /* tools_schemas(NULL), shared and
+	                                     never changed; NULL: parsed per chat */
+	const char *start_mode;           /* recorded when a queued run */
+	const char *start_model;          /* starts ("inline", model name) */
 	int tool_timeout_ms;              /* bash etc. */
 	size_t tool_output_max;
 	/* Polled between steps and during model/tool calls: true = cancel the
@@ -41,8 +45,10 @@ struct agent_env {
 	bool (*stopping)(void *arg);
 	void *stopping_arg;
 	/* Called after every committed step (message, event, state change),
-	 * so the mount can show it; may be NULL. */
-	void (*progress)(void *arg, const char *run_id);
+	 * so the mount can show it; new_files is set when the run's set of
+	 * files grew other than by a state change (a sub-agent's chat).
+	 * May be NULL. */
+	void (*progress)(void *arg, const char *run_id, bool new_files);
 	void *progress_arg;
 };
 

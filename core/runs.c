@@ -18,6 +18,7 @@
 #include "model.h"
 #include "resolution.h"
 #include "store.h"
+#include "tools.h"
 #include "workspace.h"
 
 #define INPUT_MAX (256 * 1024)
@@ -59,6 +60,7 @@ struct runs {
 	struct engine *engine;
 	struct store *store;
 	char *workspaces; /* directory holding one workspace per run */
+	json_t *tool_schemas; /* every built-in tool's, parsed once (agent_env) */
 
 	pthread_mutex_t lock;
 	pthread_cond_t work;
@@ -185,10 +187,10 @@ static int queue_push(struct runs *r, const char *id)
 
 /* ---- notifications ---- */
 
-static void notify(struct runs *r, const char *id, bool created, bool removed, bool state_changed)
+static void notify(struct runs *r, const char *id, unsigned what)
 {
-	if (r->change_fn)
-		r->change_fn(r->change_arg, id, created, removed, state_changed);
+	if (r->change_fn && what)
+		r->change_fn(r->change_arg, id, what);
 }
 
 /* Takes the waiters of id that should be answered now (all of them when
@@ -219,9 +221,11 @@ static void answer_waiters(struct waiter *w, int err, const char *status)
 	}
 }
 
-/* Re-reads the state of a run after the store changed it, and tells the
- * mount and any waiters. */
-static void refresh(struct runs *r, const char *id)
+/* Re-reads the state of a run after the store changed it, and tells
+ * waiters, and the mount when what it lists may have changed: the state
+ * (result, error, pending come and go with it) or, with new_files, the
+ * sub-agents. Other files of a run are never cached by the kernel. */
+static void refresh_files(struct runs *r, const char *id, bool new_files)
 {
 	enum runstate st = RUNSTATE_CREATED;
 	struct waiter *ready = NULL;
@@ -241,8 +245,14 @@ static void refresh(struct runs *r, const char *id)
 			ready = take_waiters(r, id, false);
 	}
 	pthread_mutex_unlock(&r->lock);
-	notify(r, id, false, false, state_changed);
+	notify(r, id, (state_changed ? RUN_CHANGED_STATE : 0) |
+			     (new_files ? RUN_CHANGED_SUBAGENTS : 0));
 	answer_waiters(ready, 0, runstate_name(st));
+}
+
+static void refresh(struct runs *r, const char *id)
+{
+	refresh_files(r, id, false);
 }
 
 /* ---- ids ---- */
@@ -312,9 +322,9 @@ static bool runs_stopping(void *arg)
 	return __atomic_load_n(&r->stopping, __ATOMIC_ACQUIRE);
 }
 
-static void progress(void *arg, const char *id)
+static void progress(void *arg, const char *id, bool new_files)
 {
-	refresh(arg, id);
+	refresh_files(arg, id, new_files);
 }
 
 /* Fails a run that cannot start, from whatever state it is in. */
@@ -392,16 +402,6 @@ static void execute(struct runs *r, struct run *run)
 	/* The workspace is made by the first tool that needs it. */
 	char ws[PATH_MAX];
 	snprintf(ws, sizeof ws, "%s/%s", r->workspaces, id);
-	if (from == RUNSTATE_QUEUED) {
-		struct run_change start = {
-			.mode = c->execution_mode == EXEC_SUBAGENT ? "subagent" : "inline",
-			.model = c->model.model ? c->model.model : model_provider(model),
-		};
-		if (store_run_transition(r->store, id, RUNSTATE_QUEUED, RUNSTATE_RUNNING, &start,
-					 NULL) < 0)
-			goto out; /* cancelled meanwhile */
-		refresh(r, id);
-	}
 	struct agent_env env = {
 		.store = r->store,
 		.model = model,
@@ -411,6 +411,9 @@ static void execute(struct runs *r, struct run *run)
 		.allow = &allow,
 		.workspace = ws,
 		.have_python = s->have_python,
+		.tool_schemas = r->tool_schemas,
+		.start_mode = c->execution_mode == EXEC_SUBAGENT ? "subagent" : "inline",
+		.start_model = c->model.model ? c->model.model : model_provider(model),
 		.tool_timeout_ms = TOOL_TIMEOUT_MS,
 		.tool_output_max = TOOL_OUTPUT_MAX,
 		.cancelled = run_cancelled,
@@ -498,6 +501,9 @@ struct runs *runs_open(struct engine *e, const char *state_path, char **err)
 			*err = NULL;
 		goto fail;
 	}
+	r->tool_schemas = tools_schemas(NULL);
+	if (!r->tool_schemas)
+		goto oom;
 	r->store = store_open(state_path, err);
 	if (!r->store)
 		goto fail;
@@ -605,6 +611,7 @@ void runs_close(struct runs *r)
 	free(r->runs);
 	strlist_free(&r->queue);
 	free(r->workspaces);
+	json_decref(r->tool_schemas);
 	pthread_cond_destroy(&r->work);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
@@ -645,7 +652,7 @@ int runs_create(struct runs *r, const char *id)
 		clock_gettime(CLOCK_REALTIME, &r->listing_changed);
 	pthread_mutex_unlock(&r->lock);
 	if (rc == 0)
-		notify(r, id, true, false, true);
+		notify(r, id, RUN_CHANGED_CREATED | RUN_CHANGED_STATE);
 	return rc;
 }
 
@@ -671,7 +678,7 @@ int runs_remove(struct runs *r, const char *id)
 		char ws[PATH_MAX];
 		if (snprintf(ws, sizeof ws, "%s/%s", r->workspaces, id) < (int)sizeof ws)
 			remove_tree(ws); /* the workspace goes with the run */
-		notify(r, id, false, true, true);
+		notify(r, id, RUN_CHANGED_REMOVED | RUN_CHANGED_STATE);
 		answer_waiters(gone, ENOENT, NULL);
 	}
 	return rc;

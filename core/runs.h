@@ -21,11 +21,19 @@ struct runs;
 
 #define RUN_ID_MAX 64
 
-/* Called (from any thread, never with runs locks held) after anything of
- * run id changed: its state, a file's bytes, or which files exist. created
- * or removed say that the run directory itself appeared or went away. */
-typedef void (*runs_change_fn)(void *arg, const char *id, bool created, bool removed,
-			       bool state_changed);
+/* What changed in a run, for runs_change_fn (bits). */
+enum run_change_what {
+	RUN_CHANGED_CREATED = 1 << 0,   /* the run directory appeared */
+	RUN_CHANGED_REMOVED = 1 << 1,   /* ... or went away */
+	RUN_CHANGED_STATE = 1 << 2,     /* its state (and the files that come
+	                                   and go with it) */
+	RUN_CHANGED_SUBAGENTS = 1 << 3, /* a sub-agent started or ended */
+};
+
+/* Called (from any thread, never with runs locks held) after a change of
+ * run id that shows in a listing; what is a set of run_change_what bits.
+ * The bytes of run files change without a call: they are never cached. */
+typedef void (*runs_change_fn)(void *arg, const char *id, unsigned what);
 
 /* Called once when a wait ends: err is 0 and status the run's state name,
  * or err is EINTR (shutdown) / ENOENT (the run was removed). */

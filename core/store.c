@@ -955,11 +955,17 @@ int store_run_transition(struct store *st, const char *id,
 			"prompt", id);
 		return -EINVAL;
 	}
-	if (ch->msg && empty(ch->msg_chat)) {
+	if ((ch->msg || json_array_size(ch->msgs)) && empty(ch->msg_chat)) {
 		set_err(err, "run '%s': a message needs a chat id", id);
 		return -EINVAL;
 	}
+	if (ch->msgs && !json_is_array(ch->msgs)) {
+		set_err(err, "run '%s': messages must be an array", id);
+		return -EINVAL;
+	}
 	int rc = ch->msg ? check_message(ch->msg, err) : 0;
+	for (size_t i = 0; rc == 0 && i < json_array_size(ch->msgs); i++)
+		rc = check_message(json_array_get(ch->msgs, i), err);
 	if (rc)
 		return rc;
 	char *pending = NULL, *usage = NULL, *event = NULL;
@@ -1013,6 +1019,9 @@ int store_run_transition(struct store *st, const char *id,
 	if (rc == 0 && ch->msg)
 		rc = message_insert_locked(st, id, ch->msg_chat, ch->msg, now,
 					   NULL, err);
+	for (size_t i = 0; rc == 0 && i < json_array_size(ch->msgs); i++)
+		rc = message_insert_locked(st, id, ch->msg_chat, json_array_get(ch->msgs, i),
+					   now, NULL, err);
 	if (rc == 0 && event)
 		rc = event_insert_locked(st, id, "state", event, now, NULL, err);
 	rc = finish(st, rc, err);

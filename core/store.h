@@ -99,6 +99,8 @@ struct run_change {
 	const json_t *usage;
 	const char *msg_chat;
 	const json_t *msg;
+	const json_t *msgs; /* more messages for msg_chat: an array, appended
+	                       after msg, in order */
 };
 
 /* Opens (creating the file, not its directory) the database at path, sets

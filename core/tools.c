@@ -178,6 +178,29 @@ json_t *tools_schemas(const struct strlist *names)
 	return arr;
 }
 
+json_t *tools_schemas_pick(const json_t *all, const struct strlist *names)
+{
+	json_t *arr = json_array();
+	if (!arr)
+		return NULL;
+	for (size_t i = 0; names && i < names->n; i++) {
+		size_t k;
+		json_t *s;
+		json_array_foreach(all, k, s) {
+			const char *name = json_string_value(
+				json_object_get(json_object_get(s, "function"), "name"));
+			if (name && strcmp(name, names->items[i]) == 0) {
+				if (json_array_append(arr, s) < 0) {
+					json_decref(arr);
+					return NULL;
+				}
+				break;
+			}
+		}
+	}
+	return arr;
+}
+
 /* ---- result text ---- */
 
 static void put(struct call *c, const char *fmt, ...)

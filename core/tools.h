@@ -30,6 +30,11 @@ json_t *tools_schema(const char *name);
  * built-in are skipped. names == NULL means every built-in tool. Returns a
  * new reference, or NULL on allocation failure. */
 json_t *tools_schemas(const struct strlist *names);
+/* Like tools_schemas(names), without parsing: picks from all, an array
+ * made by tools_schemas(NULL) once and then never changed. The schema
+ * objects are shared with all (jansson reference counts are atomic), so
+ * the result must not be modified; several threads may pick at once. */
+json_t *tools_schemas_pick(const json_t *all, const struct strlist *names);
 
 struct tool_ctx {
 	const char *workspace; /* absolute path; created when missing */

@@ -44,7 +44,7 @@ struct poll_req {
 /* A run change waiting to be turned into kernel invalidations. */
 struct run_note {
 	char id[RUN_ID_MAX + 1];
-	bool created, removed, state_changed;
+	unsigned what; /* enum run_change_what bits */
 	struct run_note *next;
 };
 
@@ -552,12 +552,11 @@ static void wake_pollers(struct mount *m, const char *id)
 /* Drops what the kernel caches of run id and wakes its pollers. Files
  * under runs/ have timeout 0 and direct_io, so the kernel keeps nothing of
  * them; only the listings of the directories that changed are cached. */
-static void apply_run_note(struct mount *m, const char *id, bool created, bool removed,
-			   bool state_changed)
+static void apply_run_note(struct mount *m, const char *id, unsigned what)
 {
 	char path[4096];
 	uint64_t runs_ino = nodes_find(&m->nodes, "runs");
-	if ((created || removed) && runs_ino)
+	if ((what & (RUN_CHANGED_CREATED | RUN_CHANGED_REMOVED)) && runs_ino)
 		fuse_lowlevel_notify_inval_inode(m->se, runs_ino, 0, 0);
 	static const char *const dirs[] = { "", "/subagents" };
 	for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
@@ -566,9 +565,21 @@ static void apply_run_note(struct mount *m, const char *id, bool created, bool r
 		if (ino)
 			fuse_lowlevel_notify_inval_inode(m->se, ino, 0, 0);
 	}
-	if (removed && runs_ino)
+	/* Each sub-agent's directory (its result comes with its end). */
+	struct node_ref *refs = NULL;
+	size_t nrefs = 0;
+	int plen = snprintf(path, sizeof path, "runs/%s/subagents/", id);
+	if ((what & RUN_CHANGED_SUBAGENTS) && plen > 0 &&
+	    nodes_snapshot(&m->nodes, &refs, &nrefs) == 0) {
+		for (size_t i = 0; i < nrefs; i++)
+			if (strncmp(refs[i].path, path, (size_t)plen) == 0 &&
+			    !strchr(refs[i].path + plen, '/'))
+				fuse_lowlevel_notify_inval_inode(m->se, refs[i].ino, 0, 0);
+		nodes_refs_free(refs, nrefs);
+	}
+	if ((what & RUN_CHANGED_REMOVED) && runs_ino)
 		fuse_lowlevel_notify_inval_entry(m->se, runs_ino, id, strlen(id));
-	if (state_changed || removed)
+	if (what & (RUN_CHANGED_STATE | RUN_CHANGED_REMOVED))
 		wake_pollers(m, id);
 }
 
@@ -587,7 +598,7 @@ static void *note_main(void *arg)
 			m->notes_tail = &m->notes;
 		pthread_mutex_unlock(&m->note_lock);
 		if (!m->stopping)
-			apply_run_note(m, n->id, n->created, n->removed, n->state_changed);
+			apply_run_note(m, n->id, n->what);
 		free(n);
 		pthread_mutex_lock(&m->note_lock);
 	}
@@ -597,8 +608,7 @@ static void *note_main(void *arg)
 
 /* The run manager says run id changed (possibly from inside a request
  * handler): queue it for the notifier thread. */
-static void on_run_change(void *arg, const char *id, bool created, bool removed,
-			  bool state_changed)
+static void on_run_change(void *arg, const char *id, unsigned what)
 {
 	struct mount *m = arg;
 	if (m->stopping)
@@ -607,9 +617,7 @@ static void on_run_change(void *arg, const char *id, bool created, bool removed,
 	if (!n)
 		return; /* the kernel cache then expires on its own (runs/ has timeout 0) */
 	snprintf(n->id, sizeof n->id, "%s", id);
-	n->created = created;
-	n->removed = removed;
-	n->state_changed = state_changed;
+	n->what = what;
 	pthread_mutex_lock(&m->note_lock);
 	*m->notes_tail = n;
 	m->notes_tail = &n->next;

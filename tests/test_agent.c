@@ -127,8 +127,9 @@ static bool fx_cancelled(void *arg)
 	return *(bool *)arg;
 }
 
-static void fx_progress(void *arg, const char *run_id)
+static void fx_progress(void *arg, const char *run_id, bool new_files)
 {
+	(void)new_files;
 	assert_non_null(run_id);
 	(*(int *)arg)++;
 }
@@ -464,6 +465,64 @@ static void test_R3_empty_allow_list_is_one_plain_completion(void **state)
 	assert_true(json_is_null(json_object_get(request(f, 0), "tools")));
 	struct run_row row = get_row(f, "r4");
 	assert_string_equal(row.result, "plain answer");
+	run_row_free(&row);
+}
+
+/* A queued run handed to the agent starts in one commit: queued ->
+ * running with its mode, model, chat id, system and user message. */
+static void test_queued_run_starts_in_one_commit(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	f->env.start_mode = "inline";
+	f->env.start_model = "fake";
+	script(f, say("done"));
+	char *err = NULL;
+	assert_int_equal(store_run_create(f->st, "q1", &err), 0);
+	json_t *forced = json_array(), *allowed = grants_to_json(f->env.allow);
+	assert_int_equal(store_run_enqueue(f->st, "q1", "default", "hello", forced, allowed,
+					   NULL, &err), 0);
+	json_decref(forced);
+	json_decref(allowed);
+
+	assert_int_equal(agent_run(&f->env, "q1"), AGENT_COMPLETED);
+	/* commits: the start, the assistant message, completed */
+	assert_int_equal(f->progress, 3);
+	json_t *m = messages(f, "q1", AGENT_MAIN_CHAT);
+	assert_int_equal(json_array_size(m), 3);
+	assert_string_equal(msg_field(m, 0, "role"), "system");
+	assert_string_equal(msg_field(m, 1, "role"), "user");
+	assert_string_equal(msg_field(m, 1, "content"), "hello");
+	assert_string_equal(msg_field(m, 2, "role"), "assistant");
+	json_decref(m);
+	struct run_row row = get_row(f, "q1");
+	assert_int_equal(row.state, RUNSTATE_COMPLETED);
+	assert_string_equal(row.mode, "inline");
+	assert_string_equal(row.model, "fake");
+	assert_string_equal(row.chat_id, AGENT_MAIN_CHAT);
+	char *ev = events(f, "q1");
+	assert_non_null(strstr(ev, "\"from\":\"queued\",\"to\":\"running\""));
+	free(ev);
+	run_row_free(&row);
+}
+
+/* A queued run that cannot start still ends failed, never stays queued. */
+static void test_queued_run_that_cannot_start_fails(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	f->env.workspace = NULL;
+	char *err = NULL;
+	assert_int_equal(store_run_create(f->st, "q2", &err), 0);
+	json_t *forced = json_array(), *allowed = grants_to_json(f->env.allow);
+	assert_int_equal(store_run_enqueue(f->st, "q2", "default", "hello", forced, allowed,
+					   NULL, &err), 0);
+	json_decref(forced);
+	json_decref(allowed);
+	assert_int_equal(agent_run(&f->env, "q2"), AGENT_FAILED);
+	struct run_row row = get_row(f, "q2");
+	assert_int_equal(row.state, RUNSTATE_FAILED);
+	assert_non_null(strstr(row.error, "incomplete"));
 	run_row_free(&row);
 }
 
@@ -1195,6 +1254,8 @@ int main(void)
 		T(test_R5_tool_not_offered_is_denied_and_logged),
 		T(test_D3_patterned_bash_grant_enforced_at_execution),
 		T(test_R3_empty_allow_list_is_one_plain_completion),
+		T(test_queued_run_starts_in_one_commit),
+		T(test_queued_run_that_cannot_start_fails),
 		T(test_sec6_turn_limit_fails_the_run),
 		T(test_sec7_model_error_fails_with_its_message),
 		T(test_sec7_bad_json_arguments_give_error_result),

@@ -750,6 +750,54 @@ static void test_section6_messages_round_trip_in_order_per_chat(void **state)
 	store_close(st);
 }
 
+/* A transition carries several messages into one commit, in order; a
+ * bad one among them leaves the run and its messages unchanged. */
+static void test_transition_appends_several_messages_at_once(void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	make_queued(st, "r");
+	json_t *two = jparse("[{\"role\":\"system\",\"content\":\"s\"},"
+			     "{\"role\":\"user\",\"content\":\"u\"}]");
+	json_t *one = jparse("{\"role\":\"assistant\",\"content\":\"a\"}");
+	json_t *bad = jparse("[{\"role\":\"user\",\"content\":\"ok\"}, [1]]");
+	assert_int_equal(store_run_transition(st, "r", RUNSTATE_QUEUED, RUNSTATE_RUNNING,
+					      &(struct run_change){ .msgs = two }, NULL),
+			 -EINVAL); /* no chat id */
+	assert_int_equal(store_run_transition(st, "r", RUNSTATE_QUEUED, RUNSTATE_RUNNING,
+					      &(struct run_change){ .msg_chat = "main",
+								    .msgs = bad },
+					      NULL),
+			 -EINVAL);
+	assert_int_equal(store_run_transition(st, "r", RUNSTATE_QUEUED, RUNSTATE_RUNNING,
+					      &(struct run_change){ .msg_chat = "main",
+								    .msgs = one },
+					      NULL),
+			 -EINVAL); /* not an array */
+	enum runstate s;
+	assert_int_equal(store_run_state(st, "r", &s, NULL), 0);
+	assert_int_equal(s, RUNSTATE_QUEUED);
+	assert_int_equal(store_run_transition(st, "r", RUNSTATE_QUEUED, RUNSTATE_RUNNING,
+					      &(struct run_change){ .msg_chat = "main",
+								    .msg = one,
+								    .msgs = two },
+					      NULL),
+			 0);
+	json_t *msgs = NULL;
+	assert_int_equal(store_messages(st, "r", "main", &msgs, NULL), 0);
+	assert_int_equal(json_array_size(msgs), 3);
+	const char *want[] = { "a", "s", "u" };
+	for (size_t i = 0; i < 3; i++)
+		assert_string_equal(json_string_value(json_object_get(json_array_get(msgs, i),
+								      "content")),
+				    want[i]);
+	json_decref(msgs);
+	json_decref(two);
+	json_decref(one);
+	json_decref(bad);
+	store_close(st);
+}
+
 static void test_R12_subagent_chats_are_recorded(void **state)
 {
 	struct fx *f = *state;
@@ -1070,6 +1118,7 @@ int main(void)
 		T(test_section6_illegal_transition_refused_state_unchanged),
 		T(test_section6_transition_applies_changes_atomically),
 		T(test_section6_messages_round_trip_in_order_per_chat),
+		T(test_transition_appends_several_messages_at_once),
 		T(test_R12_subagent_chats_are_recorded),
 		T(test_section8_events_text_is_json_lines),
 		T(test_section6_delete_removes_everything),

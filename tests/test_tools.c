@@ -284,6 +284,39 @@ static void test_sec7_schemas_in_given_order_unknown_skipped(void **state)
 	assert_null(tools_schema("no-such-tool"));
 }
 
+/* Picking from the table parsed once gives what parsing gives, in the
+ * asked order, shares the objects, and leaves the table as it was. */
+static void test_schemas_pick_equals_parsing(void **state)
+{
+	(void)state;
+	struct strlist names = {0};
+	assert_int_equal(strlist_add(&names, "write"), 0);
+	assert_int_equal(strlist_add(&names, "no-such-tool"), 0);
+	assert_int_equal(strlist_add(&names, "bash"), 0);
+	assert_int_equal(strlist_add(&names, "read"), 0);
+	json_t *all = tools_schemas(NULL);
+	json_t *parsed = tools_schemas(&names);
+	json_t *picked = tools_schemas_pick(all, &names);
+	assert_non_null(picked);
+	assert_int_equal(json_array_size(picked), 3);
+	assert_true(json_equal(parsed, picked));
+	bool shared = false;
+	size_t i;
+	json_t *s;
+	json_array_foreach(all, i, s)
+		shared |= s == json_array_get(picked, 0);
+	assert_true(shared);
+	json_decref(picked);
+	assert_int_equal(json_array_size(all), NEXPECTED);
+	struct strlist none = {0};
+	picked = tools_schemas_pick(all, &none);
+	assert_int_equal(json_array_size(picked), 0);
+	json_decref(picked);
+	json_decref(parsed);
+	json_decref(all);
+	strlist_free(&names);
+}
+
 static void test_sec7_unavailable_tools_give_error_result(void **state)
 {
 	struct fx *f = *state;
@@ -822,6 +855,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_sec7_every_schema_is_a_valid_function_tool),
 		T(test_sec7_schemas_in_given_order_unknown_skipped),
+		T(test_schemas_pick_equals_parsing),
 		T(test_sec7_unavailable_tools_give_error_result),
 		T(test_sec7_bad_arguments_name_the_argument),
 		T(test_sec7_write_read_round_trip),
