@@ -59,6 +59,9 @@ struct chat {
 	json_t *msgs;         /* the chat's committed messages */
 	char *final;          /* STEP_DONE */
 	char *error;          /* STEP_FAIL */
+	/* The main chat's final answer and usage are committed with the
+	 * run's completion, in one step (NULL when already committed). */
+	json_t *final_msg, *final_usage;
 };
 
 /* ---- small helpers ------------------------------------------------------- */
@@ -298,7 +301,9 @@ static void chat_free(struct chat *c)
 	json_decref(c->msgs);
 	free(c->final);
 	free(c->error);
-	c->schemas = c->msgs = NULL;
+	json_decref(c->final_msg);
+	json_decref(c->final_usage);
+	c->schemas = c->msgs = c->final_msg = c->final_usage = NULL;
 	c->final = c->error = NULL;
 }
 
@@ -995,6 +1000,15 @@ static int call_model(struct chat *c)
 	int rc = STEP_OK;
 	if (json_is_object(rep.usage) && !(usage = usage_add(a->usage, rep.usage)))
 		rc = oom(a);
+	bool final = json_array_size(json_object_get(rep.message, "tool_calls")) == 0;
+	if (rc == STEP_OK && final && c->is_main) {
+		/* Committed by finish() together with the completion. */
+		c->final_msg = json_incref(rep.message);
+		c->final_usage = usage;
+		rc = set_final(c, rep.message);
+		model_reply_free(&rep);
+		return rc;
+	}
 	if (rc == STEP_OK) {
 		struct run_change ch = {.usage = usage};
 		rc = chat_append(c, json_incref(rep.message), &ch);
@@ -1131,7 +1145,11 @@ static int finish(struct agent *a, int step, struct chat *c)
 	int rc = STEP_OK, out = -1;
 	switch (step) {
 	case STEP_DONE:
-		rc = move(a, RUNSTATE_COMPLETED, &(struct run_change){.result = c->final});
+		rc = move(a, RUNSTATE_COMPLETED,
+			  &(struct run_change){ .result = c->final,
+						.msg_chat = c->final_msg ? c->id : NULL,
+						.msg = c->final_msg,
+						.usage = c->final_usage });
 		out = AGENT_COMPLETED;
 		break;
 	case STEP_FAIL:

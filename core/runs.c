@@ -327,6 +327,21 @@ static void progress(void *arg, const char *id, bool new_files)
 	refresh_files(arg, id, new_files);
 }
 
+/* The resolution of configuration cfg with forced skills: the snapshot's
+ * own (built once per snapshot and kept by it) when nothing is forced,
+ * else a new one returned in *owned for the caller to free. */
+static const struct resolution *resolve_run(struct snapshot *s, const struct configuration *cfg,
+					    const char **forced, size_t nforced,
+					    struct resolution **owned)
+{
+	const struct config *c = snapshot_config(s);
+	*owned = NULL;
+	if (nforced == 0)
+		return snapshot_resolution(s, (size_t)(cfg - c->configs));
+	*owned = resolution_build(c, s->catalog, cfg, forced, nforced);
+	return *owned;
+}
+
 /* Fails a run that cannot start, from whatever state it is in. */
 static void fail_run(struct runs *r, const char *id, enum runstate from, const char *msg)
 {
@@ -349,7 +364,8 @@ static void execute(struct runs *r, struct run *run)
 	struct snapshot *s = engine_snapshot(r->engine);
 	const struct config *c = snapshot_config(s);
 	char msg[PATH_MAX + 256];
-	struct resolution *res = NULL;
+	struct resolution *owned = NULL;
+	const struct resolution *res = NULL;
 	struct grants stored = { 0 }, allow = { 0 };
 	bool have_stored = false;
 	struct model *model = NULL;
@@ -369,7 +385,7 @@ static void execute(struct runs *r, struct run *run)
 		goto out;
 	for (size_t i = 0; i < nforced; i++)
 		forced[i] = json_string_value(json_array_get(row.forced_skills, i));
-	res = resolution_build(c, s->catalog, cfg, forced, nforced);
+	res = resolve_run(s, cfg, forced, nforced, &owned);
 	if (!res) {
 		fail_run(r, id, from, "out of memory while resolving the configuration");
 		goto out;
@@ -430,7 +446,7 @@ out:
 	grants_free(&allow);
 	if (have_stored)
 		grants_free(&stored);
-	resolution_free(res);
+	resolution_free(owned);
 	free(forced);
 	snapshot_unref(s);
 	run_row_free(&row);
@@ -1400,7 +1416,8 @@ static void enqueue(struct runs *r, const char *id)
 	struct snapshot *s = engine_snapshot(r->engine);
 	const struct config *c = snapshot_config(s);
 	const struct configuration *cfg = config ? config_find(c, config) : NULL;
-	struct resolution *res = NULL;
+	struct resolution *owned = NULL;
+	const struct resolution *res = NULL;
 	json_t *allow = NULL;
 	const char *error = NULL;
 	char msg[256];
@@ -1412,29 +1429,41 @@ static void enqueue(struct runs *r, const char *id)
 		error = msg;
 	} else if (!utf8_valid(prompt)) {
 		error = "the prompt is not valid UTF-8";
-	} else if (!(res = resolution_build(c, s->catalog, cfg, names, nforced)) ||
+	} else if (!(res = resolve_run(s, cfg, names, nforced, &owned)) ||
 		   !(allow = grants_to_json(&res->grants))) {
 		error = "out of memory while resolving the allow-list";
 	}
+	/* The state is written to the store and to memory under the lock, so
+	 * no refresh is needed: tell the mount and waiters directly. */
 	int rc;
-	if (error)
+	struct waiter *ready = NULL;
+	if (error) {
 		rc = store_run_transition(r->store, id, RUNSTATE_CREATED, RUNSTATE_FAILED,
 					  &(struct run_change){ .error = error }, NULL);
-	else if ((rc = store_run_enqueue(r->store, id, config, prompt, forced, allow, NULL,
+		if (rc == 0) {
+			run->state = RUNSTATE_FAILED;
+			ready = take_waiters(r, id, false);
+		}
+	} else if ((rc = store_run_enqueue(r->store, id, config, prompt, forced, allow, NULL,
 					 NULL)) == 0) {
 		run->state = RUNSTATE_QUEUED;
 		rc = queue_push(r, id);
 	}
+	clock_gettime(CLOCK_REALTIME, &run->changed);
 	pthread_mutex_unlock(&r->lock);
-	(void)rc;
-	resolution_free(res);
+	resolution_free(owned);
 	json_decref(allow);
 	snapshot_unref(s);
 	json_decref(forced);
 	free(names);
 	free(prompt);
 	free(config);
-	refresh(r, id);
+	if (rc < 0) {
+		refresh(r, id); /* the store is the truth */
+		return;
+	}
+	notify(r, id, RUN_CHANGED_STATE);
+	answer_waiters(ready, 0, runstate_name(RUNSTATE_FAILED));
 }
 
 int runs_flush(struct runs *r, const char *id, const char *name)

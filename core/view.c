@@ -290,6 +290,7 @@ static int resolve_runs(struct snapshot *s, struct node *n, const struct comps *
 	runs_dir_mtime(rr, &n->mtime);
 	if (p->n == 1) {
 		n->name_stable = true;
+		n->live = false; /* invalidated when a run comes or goes */
 		n->kind = N_RUNS;
 		n->type = VIEW_DIR;
 		return 0;
@@ -322,6 +323,10 @@ static int resolve_runs(struct snapshot *s, struct node *n, const struct comps *
 	n->mtime = f.mtime;
 	n->name_stable = p->n == 2 || (p->n == 3 && runs_file_always_present(p->c[2]));
 	if (f.dir) {
+		/* A run's directories change their listing only with its
+		 * state or its sub-agents, and the mount invalidates them
+		 * then: their attributes may be cached. */
+		n->live = false;
 		buf_free(&f.data);
 		n->kind = N_RUN_DIR;
 		n->type = VIEW_DIR;
