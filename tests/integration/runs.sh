@@ -212,6 +212,35 @@ sys.exit(1)
 PY
 }
 
+# Names under runs/ are cached by the kernel (they live as long as their
+# directory) and run directories cache their attributes until a state
+# change: what a script sees must still follow every change.
+test_cached_names_follow_changes() {
+	write_config "$echo_model" 1
+	start_with || return
+	local id
+	id=$(new_run) || { fail "mkdir failed"; return; }
+	assert_eq 644 "$(stat -c %a "$MNT/runs/$id/prompt")" "prompt writable while created"
+	ls "$MNT/runs/$id" | grep -qx result && fail "result listed before the run"
+	echo "first" >"$MNT/runs/$id/prompt"
+	assert_eq completed "$(cat "$MNT/runs/$id/wait")" "first run"
+	assert_eq 444 "$(stat -c %a "$MNT/runs/$id/prompt")" "prompt read-only once started"
+	ls "$MNT/runs/$id" | grep -qx result || fail "result not listed after the run: $(ls "$MNT/runs/$id")"
+	assert_eq "$(wc -c <"$MNT/runs/$id/result")" "$(stat -c %s "$MNT/runs/$id/result")" \
+		"stat size of result equals the bytes read"
+	rmdir "$MNT/runs/$id" || { fail "rmdir failed"; return; }
+	[ ! -e "$MNT/runs/$id/status" ] || fail "status of a removed run still there"
+	mkdir "$MNT/runs/$id" || { fail "mkdir of a reused id failed"; return; }
+	assert_eq created "$(cat "$MNT/runs/$id/status")" "a reused id is a new run"
+	assert_eq 644 "$(stat -c %a "$MNT/runs/$id/prompt")" "the new run's prompt is writable"
+	[ ! -e "$MNT/runs/$id/result" ] || fail "the old result shows in the new run"
+	ls "$MNT/runs/$id" | grep -qx result && fail "the old result is listed in the new run"
+	echo "second" >"$MNT/runs/$id/prompt"
+	assert_eq completed "$(cat "$MNT/runs/$id/wait")" "second run"
+	grep -q "echo: second" "$MNT/runs/$id/result" || fail "second result: $(cat "$MNT/runs/$id/result")"
+	return 0
+}
+
 test_fifty_runs_four_workers() {
 	write_config "$echo_model" 4
 	start_with || return
