@@ -590,6 +590,8 @@ int engine_watch(struct engine *e, engine_change_fn fn, void *ctx)
 	watch_refresh(e, NULL, s);
 	snapshot_unref(s);
 	int rc = pthread_create(&e->thread, NULL, watch_main, e);
+	if (rc == 0)
+		pthread_setname_np(e->thread, "skillfs-watch");
 	if (rc) {
 		errno = rc;
 		return -1;

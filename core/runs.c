@@ -582,6 +582,7 @@ struct runs *runs_open(struct engine *e, const char *state_path, char **err)
 			*err = strdup("cannot start the run workers");
 			goto fail;
 		}
+		pthread_setname_np(r->workers[i], "skillfs-run");
 		r->nworkers++;
 	}
 	return r;

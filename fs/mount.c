@@ -995,6 +995,7 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 		fprintf(stderr, "skillfs: cannot start the signal thread\n");
 		goto out_unmount;
 	}
+	pthread_setname_np(sig_thread, "skillfs-signals");
 	if (engine_start_runs(e, opt->state_path, &err) < 0) {
 		fprintf(stderr, "skillfs: %s\n", err ? err : "cannot open the run database");
 		free(err);
@@ -1004,8 +1005,10 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 		goto out_unmount;
 	}
 	m.runs = engine_runs(e);
-	if (pthread_create(&m.note_thread, NULL, note_main, &m) == 0)
+	if (pthread_create(&m.note_thread, NULL, note_main, &m) == 0) {
+		pthread_setname_np(m.note_thread, "skillfs-notes");
 		m.note_thread_started = true;
+	}
 	runs_set_change_fn(m.runs, on_run_change, &m);
 	if (engine_watch(e, on_change, &m) < 0)
 		fprintf(stderr, "skillfs: warning: not following changes on disk: %s\n",
