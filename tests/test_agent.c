@@ -237,8 +237,8 @@ static void script(struct fx *f, json_t *entry)
 	assert_int_equal(json_array_append_new(f->script->replies, entry), 0);
 }
 
-/* Creates, enqueues and starts run id with prompt. */
-static void start_run(struct fx *f, const char *id, const char *prompt)
+/* Creates and enqueues run id with prompt (the run manager's part). */
+static void enqueue_run(struct fx *f, const char *id, const char *prompt)
 {
 	char *err = NULL;
 	assert_int_equal(store_run_create(f->st, id, &err), 0);
@@ -247,6 +247,13 @@ static void start_run(struct fx *f, const char *id, const char *prompt)
 					   NULL, &err), 0);
 	json_decref(forced);
 	json_decref(allowed);
+}
+
+/* Creates, enqueues and starts run id with prompt. */
+static void start_run(struct fx *f, const char *id, const char *prompt)
+{
+	char *err = NULL;
+	enqueue_run(f, id, prompt);
 	assert_int_equal(store_run_transition(f->st, id, RUNSTATE_QUEUED,
 					      RUNSTATE_RUNNING, NULL, &err), 0);
 }
@@ -478,13 +485,7 @@ static void test_queued_run_starts_in_one_commit(void **state)
 	f->env.start_mode = "inline";
 	f->env.start_model = "fake";
 	script(f, say("done"));
-	char *err = NULL;
-	assert_int_equal(store_run_create(f->st, "q1", &err), 0);
-	json_t *forced = json_array(), *allowed = grants_to_json(f->env.allow);
-	assert_int_equal(store_run_enqueue(f->st, "q1", "default", "hello", forced, allowed,
-					   NULL, &err), 0);
-	json_decref(forced);
-	json_decref(allowed);
+	enqueue_run(f, "q1", "hello");
 
 	assert_int_equal(agent_run(&f->env, "q1"), AGENT_COMPLETED);
 	/* commits: the start; the answer with the completion */
@@ -513,13 +514,7 @@ static void test_queued_run_that_cannot_start_fails(void **state)
 	struct fx *f = *state;
 	load(f);
 	f->env.workspace = NULL;
-	char *err = NULL;
-	assert_int_equal(store_run_create(f->st, "q2", &err), 0);
-	json_t *forced = json_array(), *allowed = grants_to_json(f->env.allow);
-	assert_int_equal(store_run_enqueue(f->st, "q2", "default", "hello", forced, allowed,
-					   NULL, &err), 0);
-	json_decref(forced);
-	json_decref(allowed);
+	enqueue_run(f, "q2", "hello");
 	assert_int_equal(agent_run(&f->env, "q2"), AGENT_FAILED);
 	struct run_row row = get_row(f, "q2");
 	assert_int_equal(row.state, RUNSTATE_FAILED);

@@ -256,13 +256,20 @@ static void test_sec7_every_schema_is_a_valid_function_tool(void **state)
 	}
 }
 
+/* A list of names (up to NULL). */
+#define names_of(...) names_of_((const char *[]){ __VA_ARGS__, NULL })
+static struct strlist names_of_(const char **names)
+{
+	struct strlist l = {0};
+	for (; *names; names++)
+		assert_int_equal(strlist_add(&l, *names), 0);
+	return l;
+}
+
 static void test_sec7_schemas_in_given_order_unknown_skipped(void **state)
 {
 	(void)state;
-	struct strlist names = {0};
-	assert_int_equal(strlist_add(&names, "write"), 0);
-	assert_int_equal(strlist_add(&names, "no-such-tool"), 0);
-	assert_int_equal(strlist_add(&names, "bash"), 0);
+	struct strlist names = names_of("write", "no-such-tool", "bash");
 	json_t *arr = tools_schemas(&names);
 	assert_non_null(arr);
 	assert_int_equal(json_array_size(arr), 2);
@@ -289,11 +296,7 @@ static void test_sec7_schemas_in_given_order_unknown_skipped(void **state)
 static void test_schemas_pick_equals_parsing(void **state)
 {
 	(void)state;
-	struct strlist names = {0};
-	assert_int_equal(strlist_add(&names, "write"), 0);
-	assert_int_equal(strlist_add(&names, "no-such-tool"), 0);
-	assert_int_equal(strlist_add(&names, "bash"), 0);
-	assert_int_equal(strlist_add(&names, "read"), 0);
+	struct strlist names = names_of("write", "no-such-tool", "bash", "read");
 	json_t *all = tools_schemas(NULL);
 	json_t *parsed = tools_schemas(&names);
 	json_t *picked = tools_schemas_pick(all, &names);
