@@ -868,6 +868,16 @@ static int text_with_newline(struct buf *out, const char *s)
 	return 0;
 }
 
+int runs_changed_at(struct runs *r, const char *id, struct timespec *out)
+{
+	pthread_mutex_lock(&r->lock);
+	struct run *run = run_find(r, id);
+	if (run)
+		*out = run->changed;
+	pthread_mutex_unlock(&r->lock);
+	return run ? 0 : -ENOENT;
+}
+
 bool runs_file_always_present(const char *name)
 {
 	static const char *const always[] = {

@@ -82,6 +82,11 @@ struct run_file {
 	struct timespec mtime;
 };
 
+/* When run id last changed (its state, a message, a write to one of its
+ * files): a file of the run rendered since then is still what it shows.
+ * Returns 0, or -ENOENT. */
+int runs_changed_at(struct runs *r, const char *id, struct timespec *out);
+
 /* Whether every run directory holds a file called name, whatever its
  * state (status, prompt, wait, ...; not result, error, pending,
  * allowed-tools or subagents, which come and go). */

@@ -430,6 +430,34 @@ int view_getattr(struct snapshot *s, const char *path, struct view_attr *a)
 	return rc;
 }
 
+int view_read_all(struct snapshot *s, const char *path, char **data, size_t *len)
+{
+	struct node n;
+	*data = NULL;
+	*len = 0;
+	int rc = resolve(s, path, &n);
+	if (rc == 0 && n.type != VIEW_FILE)
+		rc = -EISDIR;
+	else if (rc == 0 && n.kind == N_BACKING_FILE)
+		rc = -EINVAL;
+	if (rc == 0) {
+		if (n.owned_data && n.data == n.owned_data) {
+			*data = n.owned_data; /* taken over */
+			n.owned_data = NULL;
+		} else if (!(*data = malloc(n.len + 1))) {
+			rc = -ENOMEM;
+		} else {
+			memcpy(*data, n.data, n.len);
+		}
+	}
+	if (rc == 0) {
+		(*data)[n.len] = '\0';
+		*len = n.len;
+	}
+	node_release(&n);
+	return rc;
+}
+
 ssize_t view_read(struct snapshot *s, const char *path, uint64_t off, size_t size, char *dst)
 {
 	struct node n;
@@ -660,6 +688,19 @@ bool view_skill_of(const char *path, const char **name, size_t *len)
 	*name = p;
 	*len = slash ? (size_t)(slash - p) : strlen(p);
 	return *len > 0;
+}
+
+bool view_run_of(const char *path, char *id, size_t size)
+{
+	if (strncmp(path, "runs/", 5) != 0)
+		return false;
+	const char *p = path + 5;
+	const char *slash = strchr(p, '/');
+	if (!slash || slash[1] == '\0' || (size_t)(slash - p) >= size)
+		return false;
+	memcpy(id, p, (size_t)(slash - p));
+	id[slash - p] = '\0';
+	return true;
 }
 
 bool view_run_file(const char *path, char *id, size_t size, const char **name)

@@ -49,6 +49,11 @@ void view_dirents_free(struct view_dirent *ents, size_t n);
  * count (0 at end) or a negative errno. */
 ssize_t view_read(struct snapshot *s, const char *path, uint64_t off, size_t size, char *dst);
 
+/* The whole of a generated file (not one backed by a skill's file on
+ * disk): *data (malloc'd, NUL-terminated) and *len. Returns 0, or a
+ * negative errno (-EISDIR, -EINVAL for a backed file, -ENOENT, ...). */
+int view_read_all(struct snapshot *s, const char *path, char **data, size_t *len);
+
 /* Whether path is the directory of a skill in the catalogue (the unit of
  * invalidation), and which: sets *name to the component after "skills/". */
 bool view_skill_of(const char *path, const char **name, size_t *len);
@@ -56,5 +61,9 @@ bool view_skill_of(const char *path, const char **name, size_t *len);
 /* Whether path is runs/<id>/<name> (a file directly in a run directory):
  * copies the id into id (size bytes) and points *name at the file name. */
 bool view_run_file(const char *path, char *id, size_t size, const char **name);
+
+/* Whether path is inside a run directory (runs/<id>/..., at any depth):
+ * copies the id into id (size bytes). */
+bool view_run_of(const char *path, char *id, size_t size);
 
 #endif

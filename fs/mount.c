@@ -62,7 +62,6 @@ struct mount {
 	struct wait_req *waits;
 	struct poll_req *polls;
 	uint64_t next_key;
-	uint64_t next_fh;
 
 	/* Invalidations are sent from their own thread: sending one from a
 	 * request handler can deadlock on a page the request holds. */
@@ -84,6 +83,17 @@ struct run_ref {
 	char path[4096];
 	char id[RUN_ID_MAX + 1];
 	const char *name; /* inside path */
+};
+
+/* What an open file under runs/<id>/ has read: its bytes, rendered once
+ * and kept while the run does not change, so a reader paging through a
+ * long transcript gets one consistent copy and the daemon renders it once
+ * instead of once per read. */
+struct run_open {
+	char *data;
+	size_t len;
+	bool have;
+	struct timespec changed; /* the run's change time they were made at */
 };
 
 /* Whether inode ino is a run file (and the run store is open); fills ref. */
@@ -236,7 +246,14 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		}
 		fi->direct_io = 1;
 		fi->keep_cache = 0;
-		fi->fh = __atomic_add_fetch(&m->next_fh, 1, __ATOMIC_RELAXED);
+		/* A distinct handle per open (poll needs one), holding what
+		 * reads of a run's file render (run_open). */
+		struct run_open *ro = calloc(1, sizeof *ro);
+		if (!ro) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		fi->fh = (uintptr_t)ro;
 	} else {
 		if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
 			fuse_reply_err(req, EACCES);
@@ -259,10 +276,49 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 }
 
 
+static void read_run_file(struct mount *m, fuse_req_t req, struct run_open *ro,
+			  const char *path, const char *id, size_t size, off_t off)
+{
+	struct timespec changed;
+	int rc = runs_changed_at(m->runs, id, &changed);
+	if (rc == 0 && (!ro->have || changed.tv_sec != ro->changed.tv_sec ||
+			changed.tv_nsec != ro->changed.tv_nsec)) {
+		/* The change time is taken first: a change that lands while
+		 * rendering only makes the next read render again. */
+		char *data;
+		size_t len;
+		struct snapshot *s = engine_snapshot(m->engine);
+		rc = view_read_all(s, path, &data, &len);
+		snapshot_unref(s);
+		if (rc == 0) {
+			free(ro->data);
+			ro->data = data;
+			ro->len = len;
+			ro->have = true;
+			ro->changed = changed;
+		}
+	}
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else if ((size_t)off >= ro->len)
+		fuse_reply_buf(req, NULL, 0);
+	else
+		fuse_reply_buf(req, ro->data + off, ro->len - (size_t)off < size ? ro->len - (size_t)off : size);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	struct run_open *ro = (struct run_open *)(uintptr_t)fi->fh;
+	if (ro)
+		free(ro->data);
+	free(ro);
+	fuse_reply_err(req, 0);
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	(void)fi;
 	struct mount *m = M(req);
 	char path[4096];
 	int rc = nodes_path(&m->nodes, ino, path, sizeof path);
@@ -274,6 +330,11 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	const char *name;
 	if (m->runs && view_run_file(path, id, sizeof id, &name) && strcmp(name, "wait") == 0) {
 		start_wait(m, req, id, size, off);
+		return;
+	}
+	struct run_open *ro = (struct run_open *)(uintptr_t)fi->fh;
+	if (ro && m->runs && view_run_of(path, id, sizeof id)) {
+		read_run_file(m, req, ro, path, id, size, off);
 		return;
 	}
 	char *buf = malloc(size ? size : 1);
@@ -794,6 +855,7 @@ static const struct fuse_lowlevel_ops ops = {
 	.open = op_open,
 	.opendir = op_opendir,
 	.read = op_read,
+	.release = op_release,
 	.write = op_write,
 	.flush = op_flush,
 	.readdir = op_readdir,

@@ -95,6 +95,17 @@ static char *view_slurp(struct snapshot *s, const char *path, size_t *len)
 	assert_int_equal(off, size);
 	assert_memory_equal(whole, pieces, size);
 	free(pieces);
+	/* And whole at once, for a generated file (a backed one says so). */
+	char *all = NULL;
+	size_t all_len = 0;
+	rc = view_read_all(s, path, &all, &all_len);
+	if (rc != -EINVAL) {
+		assert_int_equal(rc, 0);
+		assert_int_equal(all_len, size);
+		assert_memory_equal(all, whole, size);
+		assert_int_equal(all[size], '\0');
+	}
+	free(all);
 	whole[size] = '\0';
 	*len = size;
 	return whole;
@@ -148,6 +159,11 @@ static void assert_read_err(struct snapshot *s, const char *path, int err)
 	ssize_t rc = view_read(s, path, 0, sizeof b, b);
 	if (rc != -err)
 		fail_msg("read '%s': got %zd, want %d", path, rc, -err);
+	char *all = NULL;
+	size_t len;
+	rc = view_read_all(s, path, &all, &len);
+	if (rc != -err || all)
+		fail_msg("read_all '%s': got %zd, want %d", path, rc, -err);
 }
 
 static void assert_readdir_err(struct snapshot *s, const char *path, int err)
@@ -794,6 +810,22 @@ static void test_view_skill_of(void **state)
 	assert_false(view_skill_of("runs/a/skills", &name, &len));
 }
 
+/* view_run_of: anything inside runs/<id>/, at any depth. */
+static void test_view_run_of(void **state)
+{
+	(void)state;
+	char id[16];
+	assert_true(view_run_of("runs/abc/status", id, sizeof id));
+	assert_string_equal(id, "abc");
+	assert_true(view_run_of("runs/abc/subagents/x/transcript", id, sizeof id));
+	assert_string_equal(id, "abc");
+	assert_false(view_run_of("runs/abc", id, sizeof id));
+	assert_false(view_run_of("runs/abc/", id, sizeof id));
+	assert_false(view_run_of("runs/new", id, sizeof id));
+	assert_false(view_run_of("skills/abc/status", id, sizeof id));
+	assert_false(view_run_of("runs/0123456789abcdef/status", id, sizeof id));
+}
+
 /* view_run_file: runs/<id>/<name> only, id copied when it fits. */
 static void test_view_run_file(void **state)
 {
@@ -822,6 +854,7 @@ static void test_view_run_file(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_view_run_of),
 		cmocka_unit_test_setup_teardown(test_sec8_root_and_skills_listings, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sec8_skill_dir_listing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sec8_walk_sizes_equal_bytes, setup, teardown),

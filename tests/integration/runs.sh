@@ -241,6 +241,49 @@ test_cached_names_follow_changes() {
 	return 0
 }
 
+# A run file is rendered once per open and again only when the run
+# changes: a big result read in small pieces equals one read and its stat
+# size, and a file kept open shows the run as it is now.
+test_open_run_file_follows_the_run() {
+	python3 -c 'import json; print(json.dumps([{"reply": {"role": "assistant", "content": "y" * 300000}}]))' \
+		>"$T/script.json"
+	write_config "{provider: command, command: [$FAKE_MODEL, $T/script.json], timeout: 30}" 1
+	start_with || return
+	local id
+	id=$(new_run) || { fail "mkdir failed"; return; }
+	python3 - "$MNT/runs/$id" <<'PY' || fail "an open run file did not follow the run"
+import os, sys
+d = sys.argv[1]
+fd = os.open(f"{d}/status", os.O_RDONLY)
+assert os.pread(fd, 100, 0) == b"created\n", os.pread(fd, 100, 0)
+with open(f"{d}/prompt", "w") as f:
+    f.write("big answer\n")
+with open(f"{d}/wait") as f:
+    assert f.read() == "completed\n"
+got = os.pread(fd, 100, 0)
+assert got == b"completed\n", got
+os.close(fd)
+PY
+	python3 - "$MNT/runs/$id/result" <<'PY' || fail "result read in pieces differs"
+import os, sys
+p = sys.argv[1]
+whole = open(p, "rb").read()
+assert whole == b"y" * 300000 + b"\n", len(whole)
+assert os.stat(p).st_size == len(whole), os.stat(p).st_size
+fd = os.open(p, os.O_RDONLY)
+parts = []
+while True:
+    b = os.read(fd, 1000)
+    if not b:
+        break
+    parts.append(b)
+os.close(fd)
+assert b"".join(parts) == whole, len(b"".join(parts))
+PY
+	[ "$(wc -c <"$MNT/runs/$id/transcript")" -gt 300000 ] || fail "transcript lacks the answer"
+	return 0
+}
+
 test_fifty_runs_four_workers() {
 	write_config "$echo_model" 4
 	start_with || return
