@@ -71,6 +71,10 @@ struct mount {
 	bool notes_stop;
 	pthread_t note_thread;
 	bool note_thread_started;
+
+	/* Files open under runs/ (the request thread's alone): freed at
+	 * release, or at exit for those still open then. */
+	struct run_open *opens;
 };
 
 static struct mount *M(fuse_req_t req)
@@ -94,6 +98,7 @@ struct run_open {
 	size_t len;
 	bool have;
 	struct timespec changed; /* the run's change time they were made at */
+	struct run_open *prev, *next; /* mount.opens */
 };
 
 /* Whether inode ino is a run file (and the run store is open); fills ref. */
@@ -253,6 +258,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			fuse_reply_err(req, ENOMEM);
 			return;
 		}
+		ro->next = m->opens;
+		if (m->opens)
+			m->opens->prev = ro;
+		m->opens = ro;
 		fi->fh = (uintptr_t)ro;
 	} else {
 		if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
@@ -306,13 +315,24 @@ static void read_run_file(struct mount *m, fuse_req_t req, struct run_open *ro,
 		fuse_reply_buf(req, ro->data + off, ro->len - (size_t)off < size ? ro->len - (size_t)off : size);
 }
 
+static void run_open_free(struct mount *m, struct run_open *ro)
+{
+	if (ro->prev)
+		ro->prev->next = ro->next;
+	else
+		m->opens = ro->next;
+	if (ro->next)
+		ro->next->prev = ro->prev;
+	free(ro->data);
+	free(ro);
+}
+
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
 	struct run_open *ro = (struct run_open *)(uintptr_t)fi->fh;
 	if (ro)
-		free(ro->data);
-	free(ro);
+		run_open_free(M(req), ro);
 	fuse_reply_err(req, 0);
 }
 
@@ -1090,6 +1110,9 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 	wake_pollers(&m, NULL);
 	pthread_kill(sig_thread, SIGUSR1);
 	pthread_join(sig_thread, NULL);
+	/* Files still open when the loop ended get no release. */
+	while (m.opens)
+		run_open_free(&m, m.opens);
 out_unmount:
 	fuse_session_unmount(m.se);
 out_session:
