@@ -508,21 +508,25 @@ static int run_subagent(struct agent *a, const char *parent, json_int_t parent_s
 		rc = *result ? STEP_OK : oom(a);
 		goto out;
 	}
-	if (!row) {
-		rc = store_chat_create(st, a->run_id, chat_id, parent, name, &err);
-		if (rc < 0 && rc != -EEXIST) {
-			rc = fail_err(a, rc, err);
-			goto out;
-		}
-		free(err);
-		err = NULL;
-		progress_files(a, true); /* subagents/<chat> */
-	}
-
 	struct chat sc = {.a = a, .id = chat_id, .skill = name};
 	rc = mode_subagent_tools(e->skill, &a->env->config->registered_tools,
 				 a->env->have_python, a->env->allow, &sc.tools) < 0
 		     ? oom(a) : STEP_OK;
+	if (rc == STEP_OK && !row) {
+		json_t *tools = strlist_to_json(&sc.tools);
+		rc = tools ? store_chat_create(st, a->run_id, chat_id, parent, name, tools, &err)
+			   : -ENOMEM;
+		json_decref(tools);
+		if (rc < 0 && rc != -EEXIST) {
+			rc = fail_err(a, rc, err);
+			chat_free(&sc);
+			goto out;
+		}
+		free(err);
+		err = NULL;
+		rc = STEP_OK;
+		progress_files(a, true); /* subagents/<chat> */
+	}
 	if (rc == STEP_OK)
 		rc = chat_set_schemas(&sc);
 	if (rc == STEP_OK)

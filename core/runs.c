@@ -1001,6 +1001,17 @@ static int chats_of(struct runs *r, const char *id, struct chat_row **rows, size
 	return store_chats(r->store, id, rows, n, NULL);
 }
 
+/* The names of a JSON array, one per line, as offered. */
+static int tools_lines(const json_t *tools, struct buf *out)
+{
+	size_t i;
+	json_t *t;
+	json_array_foreach(tools, i, t)
+		if (buf_printf(out, "%s\n", json_string_value(t) ?: "") < 0)
+			return -ENOMEM;
+	return 0;
+}
+
 static int subagent_file(struct runs *r, const struct run_row *row, const struct chat_row *c,
 			 const char *name, struct run_file *f)
 {
@@ -1014,6 +1025,8 @@ static int subagent_file(struct runs *r, const struct run_row *row, const struct
 		rc = text_with_newline(&f->data, c->result);
 	else if (strcmp(name, "state") == 0)
 		rc = buf_printf(&f->data, "%s\n", runstate_name(c->state));
+	else if (strcmp(name, "tools") == 0 && c->tools)
+		rc = tools_lines(c->tools, &f->data);
 	else
 		return -ENOENT;
 	return rc < 0 ? -ENOMEM : 0;
@@ -1092,11 +1105,12 @@ static int run_lookup(struct runs *r, const char *id, const char *sub, struct st
 				rc = -ENOENT;
 			} else if (!rest) {
 				if (names) {
-					const char *n4[] = { "messages.json", c->result ? "result" : NULL,
-							     "state", "transcript" };
-					for (size_t i = 0; i < 4 && rc == 0; i++)
-						if (n4[i])
-							rc = strlist_add(names, n4[i]) < 0 ? -ENOMEM : 0;
+					const char *n5[] = { "messages.json", c->result ? "result" : NULL,
+							     "state", c->tools ? "tools" : NULL,
+							     "transcript" };
+					for (size_t i = 0; i < 5 && rc == 0; i++)
+						if (n5[i])
+							rc = strlist_add(names, n5[i]) < 0 ? -ENOMEM : 0;
 				} else {
 					f->dir = true, f->perm = 0555;
 				}

@@ -89,6 +89,8 @@ static const char *const migrations[] = {
 	/* 1 -> 2: the allow-list resolved at enqueue (R6); NULL for runs
 	 * enqueued by version 1 (R8). */
 	"ALTER TABLE runs ADD COLUMN allowed_tools TEXT;",
+	/* 2 -> 3: the tools a sub-agent was offered; NULL for older chats. */
+	"ALTER TABLE chats ADD COLUMN tools TEXT;",
 };
 
 _Static_assert(sizeof migrations / sizeof *migrations == STORE_SCHEMA_VERSION,
@@ -1141,7 +1143,7 @@ int store_messages(struct store *st, const char *run_id, const char *chat_id,
 
 int store_chat_create(struct store *st, const char *run_id,
 		      const char *chat_id, const char *parent_chat,
-		      const char *skill, char **err)
+		      const char *skill, const json_t *tools, char **err)
 {
 	if (empty(run_id))
 		return no_run("", err);
@@ -1149,17 +1151,26 @@ int store_chat_create(struct store *st, const char *run_id,
 		set_err(err, "run '%s': a chat id cannot be empty", run_id);
 		return -EINVAL;
 	}
+	if (tools && !json_is_array(tools)) {
+		set_err(err, "run '%s': the tools of chat '%s' must be an array", run_id,
+			chat_id);
+		return -EINVAL;
+	}
+	int rc = 0;
+	char *tools_text = tools ? dump(tools, &rc, err) : NULL;
+	if (rc)
+		return rc;
 	lock(st);
 	int64_t now = now_ns();
-	int rc = begin(st, err);
+	rc = begin(st, err);
 	if (rc == 0)
 		rc = touch_locked(st, run_id, now, err);
 	sqlite3_stmt *s;
 	if (rc == 0)
 		rc = prepare(st,
 			"INSERT OR IGNORE INTO chats (run_id, chat_id, parent_chat, "
-			"skill, state, created_at, updated_at) "
-			"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)", &s, err);
+			"skill, state, created_at, updated_at, tools) "
+			"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)", &s, err);
 	if (rc == 0) {
 		sqlite3_bind_text(s, 1, run_id, -1, SQLITE_STATIC);
 		sqlite3_bind_text(s, 2, chat_id, -1, SQLITE_STATIC);
@@ -1168,6 +1179,7 @@ int store_chat_create(struct store *st, const char *run_id,
 		sqlite3_bind_text(s, 5, runstate_name(RUNSTATE_RUNNING), -1,
 				  SQLITE_STATIC);
 		sqlite3_bind_int64(s, 6, now);
+		sqlite3_bind_text(s, 7, tools_text, -1, SQLITE_STATIC);
 		rc = step_done(st, s, "creating a chat", err);
 	}
 	if (rc == 0 && sqlite3_changes(st->db) == 0) {
@@ -1176,6 +1188,7 @@ int store_chat_create(struct store *st, const char *run_id,
 	}
 	rc = finish(st, rc, err);
 	unlock(st);
+	free(tools_text);
 	return rc;
 }
 
@@ -1250,6 +1263,13 @@ static int read_chat(sqlite3_stmt *s, struct chat_row *c, const char *run_id,
 		rc = col_str(s, 4, &c->result, err);
 	c->created_at = sqlite3_column_int64(s, 5);
 	c->updated_at = sqlite3_column_int64(s, 6);
+	if (rc == 0)
+		rc = col_json(s, 7, &c->tools, "a chat's tools", run_id, err);
+	if (rc == 0 && c->tools && !json_is_array(c->tools)) {
+		set_err(err, "state database: run '%s': the tools of chat '%s' are not a list",
+			run_id, c->chat_id);
+		rc = -EIO;
+	}
 	return rc;
 }
 
@@ -1268,7 +1288,7 @@ int store_chats(struct store *st, const char *run_id, struct chat_row **rows,
 	if (rc == 0)
 		rc = prepare(st,
 			"SELECT chat_id, parent_chat, skill, state, result, "
-			"created_at, updated_at FROM chats WHERE run_id = ?1 "
+			"created_at, updated_at, tools FROM chats WHERE run_id = ?1 "
 			"ORDER BY created_at, rowid", &s, err);
 	if (rc == 0) {
 		sqlite3_bind_text(s, 1, run_id, -1, SQLITE_STATIC);
@@ -1311,6 +1331,7 @@ void chat_rows_free(struct chat_row *rows, size_t n)
 		free(rows[i].parent_chat);
 		free(rows[i].skill);
 		free(rows[i].result);
+		json_decref(rows[i].tools);
 	}
 	free(rows);
 }

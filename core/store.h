@@ -42,7 +42,7 @@
 #include "runstate.h"
 #include "strlist.h"
 
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 
 struct store;
 
@@ -79,6 +79,8 @@ struct chat_row {
 	char *skill;       /* the skill it runs, or NULL */
 	enum runstate state;
 	char *result;
+	json_t *tools;     /* the tools it was offered (array of names); NULL
+	                      when not recorded (schema 2 and before) */
 	int64_t created_at;
 	int64_t updated_at;
 };
@@ -184,11 +186,12 @@ int store_message_append(struct store *st, const char *run_id,
 int store_messages(struct store *st, const char *run_id, const char *chat_id,
 		   json_t **out, char **err);
 
-/* Records a chat of a run (a sub-agent) in state running. parent_chat and
- * skill may be NULL. -EEXIST when the run already has that chat id. */
+/* Records a chat of a run (a sub-agent) in state running, with the tools
+ * it is offered (an array of names). parent_chat, skill and tools may be
+ * NULL. -EEXIST when the run already has that chat id. */
 int store_chat_create(struct store *st, const char *run_id,
 		      const char *chat_id, const char *parent_chat,
-		      const char *skill, char **err);
+		      const char *skill, const json_t *tools, char **err);
 
 /* Moves a chat to state to (checked with runstate_can_move from its current
  * state), storing result when not NULL. */

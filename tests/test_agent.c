@@ -635,6 +635,16 @@ static void test_R12_R13_run_skill_subagent(void **state)
 	assert_string_equal(rows[0].skill, "digest");
 	assert_int_equal(rows[0].state, RUNSTATE_COMPLETED);
 	assert_string_equal(rows[0].result, "the digest");
+	/* the tools it was offered are recorded with its chat */
+	assert_int_equal(json_array_size(rows[0].tools), 2);
+	bool has_read = false, has_bash = false;
+	size_t ti;
+	json_t *tv;
+	json_array_foreach(rows[0].tools, ti, tv) {
+		has_read |= strcmp(json_string_value(tv), "read") == 0;
+		has_bash |= strcmp(json_string_value(tv), "bash") == 0;
+	}
+	assert_true(has_read && has_bash);
 
 	json_t *sreq = request(f, 1);
 	assert_string_equal(json_string_value(json_object_get(sreq, "chat_id")), rows[0].chat_id);
@@ -947,7 +957,7 @@ static void test_R12_crashed_subagent_resumes_in_its_chat(void **state)
 	assert_int_equal(store_event_append(f->st, "rs1", "subagent_started", ev, NULL, &err), 0);
 	json_decref(ev);
 	assert_int_equal(store_chat_create(f->st, "rs1", "skill-digest-1", AGENT_MAIN_CHAT,
-					   "digest", &err), 0);
+					   "digest", NULL, &err), 0);
 	json_t *sub_msgs[] = {
 		json_pack("{s:s, s:s}", "role", "system", "content", "digest sys"),
 		json_pack("{s:s, s:s}", "role", "user", "content", "go"),
@@ -1007,7 +1017,7 @@ static void test_R12_finished_subagent_result_reused_after_crash(void **state)
 	assert_int_equal(store_event_append(f->st, "rs2", "subagent_started", ev, NULL, &err), 0);
 	json_decref(ev);
 	assert_int_equal(store_chat_create(f->st, "rs2", "skill-digest-2", AGENT_MAIN_CHAT,
-					   "digest", &err), 0);
+					   "digest", NULL, &err), 0);
 	assert_int_equal(store_chat_transition(f->st, "rs2", "skill-digest-2",
 					       RUNSTATE_COMPLETED, "kept result", &err), 0);
 	script(f, say("main done"));

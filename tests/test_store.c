@@ -225,6 +225,8 @@ static void test_R8_v1_database_migrates_and_legacy_run_has_no_allow_list(
 		" started_at) VALUES ('legacy', 7, 'review', 'fix the bug',"
 		" '[\"pdf\"]', 'queued', 'inline', 'main-1', 'm1',"
 		" '{\"tool\":\"bash\"}', '{\"tokens\":3}', 100, 200, 150);"
+		"INSERT INTO chats VALUES ('legacy', 'skill-pdf-1', 'main-1', 'pdf',"
+		" 'completed', 'digest', 110, 140);"
 		"INSERT INTO messages VALUES ('legacy', 'main-1', 1, 'user',"
 		" '{\"role\":\"user\",\"content\":\"fix the bug\"}', 120);"
 		"INSERT INTO events VALUES ('legacy', 1, 130, 'note', '{\"a\":1}');");
@@ -263,6 +265,23 @@ static void test_R8_v1_database_migrates_and_legacy_run_has_no_allow_list(
 	assert_int_equal(store_runs_in_state(st, RUNSTATE_QUEUED, &q, NULL), 0);
 	assert_ids(&q, (const char *[]){"legacy"}, 1);
 	strlist_free(&q);
+
+	/* A chat of version 1 has no recorded tools; a new one has them. */
+	struct chat_row *rows = NULL;
+	size_t n = 0;
+	assert_int_equal(store_chats(st, "legacy", &rows, &n, NULL), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(rows[0].result, "digest");
+	assert_null(rows[0].tools);
+	chat_rows_free(rows, n);
+	json_t *tools = jparse("[\"read\"]");
+	assert_int_equal(store_chat_create(st, "legacy", "skill-pdf-2", "main-1", "pdf",
+					   tools, NULL), 0);
+	json_decref(tools);
+	assert_int_equal(store_chats(st, "legacy", &rows, &n, NULL), 0);
+	assert_int_equal(n, 2);
+	assert_json_eq(rows[1].tools, "[\"read\"]");
+	chat_rows_free(rows, n);
 
 	/* A run enqueued now goes after the legacy one and stores its list. */
 	assert_int_equal(make_queued(st, "new"), 8);
@@ -803,13 +822,17 @@ static void test_R12_subagent_chats_are_recorded(void **state)
 	struct fx *f = *state;
 	struct store *st = open_ok(f->db);
 	make_queued(st, "r");
+	json_t *tools = jparse("[\"read\", \"bash\"]");
+	json_t *not_list = jparse("{\"read\": true}");
 	assert_int_equal(store_chat_create(st, "r", "skill-pdf-1", "main", "pdf",
-					   NULL), 0);
+					   tools, NULL), 0);
 	assert_int_equal(store_chat_create(st, "r", "skill-ocr-2",
-					   "skill-pdf-1", "ocr", NULL), 0);
+					   "skill-pdf-1", "ocr", NULL, NULL), 0);
 	assert_int_equal(store_chat_create(st, "r", "skill-pdf-1", NULL, NULL,
-					   NULL), -EEXIST);
-	assert_int_equal(store_chat_create(st, "ghost", "c", NULL, NULL, NULL),
+					   NULL, NULL), -EEXIST);
+	assert_int_equal(store_chat_create(st, "r", "skill-x-3", NULL, NULL,
+					   not_list, NULL), -EINVAL);
+	assert_int_equal(store_chat_create(st, "ghost", "c", NULL, NULL, NULL, NULL),
 			 -ENOENT);
 	assert_int_equal(store_chat_transition(st, "r", "skill-ocr-2",
 		RUNSTATE_COMPLETED, "text found", NULL), 0);
@@ -827,11 +850,15 @@ static void test_R12_subagent_chats_are_recorded(void **state)
 	assert_string_equal(rows[0].skill, "pdf");
 	assert_int_equal(rows[0].state, RUNSTATE_RUNNING);
 	assert_null(rows[0].result);
+	assert_true(json_equal(rows[0].tools, tools));
 	assert_string_equal(rows[1].chat_id, "skill-ocr-2");
 	assert_string_equal(rows[1].parent_chat, "skill-pdf-1");
 	assert_int_equal(rows[1].state, RUNSTATE_COMPLETED);
 	assert_string_equal(rows[1].result, "text found");
+	assert_null(rows[1].tools);
 	chat_rows_free(rows, n);
+	json_decref(tools);
+	json_decref(not_list);
 	assert_int_equal(store_chats(st, "ghost", &rows, &n, NULL), -ENOENT);
 	assert_null(rows);
 	store_close(st);
@@ -916,7 +943,7 @@ static void test_section6_delete_removes_everything(void **state)
 		assert_int_equal(store_message_append(st, ids[i], "main", m,
 						      NULL, NULL), 0);
 		assert_int_equal(store_chat_create(st, ids[i], "sub", "main",
-						   "pdf", NULL), 0);
+						   "pdf", NULL, NULL), 0);
 		assert_int_equal(store_message_append(st, ids[i], "sub", m,
 						      NULL, NULL), 0);
 		assert_int_equal(store_event_append(st, ids[i], "note", m, NULL,

@@ -284,6 +284,43 @@ PY
 	return 0
 }
 
+# A skill run as a sub-agent shows under runs/<id>/subagents/<chat>/ with
+# its transcript, messages, state, result and the tools it was offered.
+test_subagent_files() {
+	rm -rf "$T/skills" "$T/state"
+	mkdir -p "$T/skills"
+	make_skill "$T/skills" helper "[read, run_skill]"
+	make_skill "$T/skills" free -
+	cat >"$T/script.json" <<'JSON'
+{"main": [{"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+           "function": {"name": "run_skill", "arguments": "{\"name\": \"helper\", \"arguments\": \"look\"}"}}]},
+          {"role": "assistant", "content": "main done"}],
+ "skill-": [{"role": "assistant", "content": "helper done"}]}
+JSON
+	cat >"$T/config.yaml" <<CFG
+sources: [{path: skills, trust: first_party}]
+model: {provider: command, command: [$FAKE_MODEL, $T/script.json], timeout: 30}
+skills: {execution_mode: subagent}
+configurations:
+  default: {skills: [helper, free]}
+CFG
+	start_with || return
+	local id chat
+	id=$(new_run) || { fail "mkdir failed"; return; }
+	echo "use the helper" >"$MNT/runs/$id/prompt"
+	assert_eq completed "$(cat "$MNT/runs/$id/wait")" "the run"
+	ls "$MNT/runs/$id" | grep -qx subagents || { fail "no subagents/ in $(ls "$MNT/runs/$id")"; return; }
+	chat=$(ls "$MNT/runs/$id/subagents")
+	case $chat in skill-helper-*) ;; *) fail "sub-agent chat: '$chat'"; return ;; esac
+	assert_eq "messages.json result state tools transcript" \
+		"$(ls "$MNT/runs/$id/subagents/$chat" | tr '\n' ' ' | sed 's/ $//')" "sub-agent files"
+	assert_eq completed "$(cat "$MNT/runs/$id/subagents/$chat/state")" "sub-agent state"
+	assert_eq "helper done" "$(cat "$MNT/runs/$id/subagents/$chat/result")" "sub-agent result"
+	assert_eq read "$(cat "$MNT/runs/$id/subagents/$chat/tools")" "sub-agent tools"
+	grep -q "main done" "$MNT/runs/$id/result" || fail "result: $(cat "$MNT/runs/$id/result")"
+	return 0
+}
+
 test_fifty_runs_four_workers() {
 	write_config "$echo_model" 4
 	start_with || return
