@@ -294,6 +294,41 @@ static void test_sec2_duplicate_first_source_wins(void **state)
 	free(two);
 }
 
+/* A source large enough to be loaded by several threads gives the same
+ * catalogue as directory order: every skill once, and of two directories
+ * with the same name the one that sorts first wins, every time. */
+static void test_sec2_large_source_loads_in_directory_order(void **state)
+{
+	const char *root = *state;
+	const char *dirs[] = { root };
+	char rel[64], name[64];
+	for (int i = 0; i < 300; i++) {
+		snprintf(rel, sizeof rel, "d%03d", i);
+		snprintf(name, sizeof name, "skill-%03d", i);
+		make_skill(root, rel, skill_md(name, NULL));
+	}
+	/* Same name in a late and an early directory: d000x sorts first. */
+	make_skill(root, "d299x", skill_md("twin", "license: late\n"));
+	make_skill(root, "d000x", skill_md("twin", "license: early\n"));
+	make_dir(root, "d150-empty"); /* no SKILL.md: not a skill */
+	struct config *c = default_config(dirs, 1);
+	for (int round = 0; round < 5; round++) {
+		struct catalog *cat = build(c, NULL, NULL);
+		assert_int_equal(cat->n, 301);
+		for (int i = 0; i < 300; i++) {
+			snprintf(name, sizeof name, "skill-%03d", i);
+			snprintf(rel, sizeof rel, "d%03d", i);
+			char *dir = test_join(root, rel);
+			assert_string_equal(must_find(cat, name)->skill->dir, dir);
+			free(dir);
+		}
+		assert_string_equal(must_find(cat, "twin")->skill->license, "early");
+		assert_int_equal(cat->warnings.n, 1);
+		catalog_free(cat);
+	}
+	config_free(c);
+}
+
 /* --------------------------------------------------------------- trust */
 
 /* D2: trust comes from the source, overridden per skill by skills.trust;
@@ -727,6 +762,7 @@ int main(void)
 		T(test_sec2_sorted_by_name_and_lookup),
 		T(test_sec2_empty_catalog_lookup),
 		T(test_sec2_duplicate_first_source_wins),
+		T(test_sec2_large_source_loads_in_directory_order),
 		T(test_D2_trust_from_source_and_override),
 		T(test_D2_skill_cannot_declare_own_trust),
 		T(test_sec3_disabled_marks_entry),
