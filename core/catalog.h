@@ -40,6 +40,10 @@ struct catalog *catalog_build(const struct config *c, const struct catalog *prev
 			      const struct skill_limits *lim,
 			      const struct strlist *dirty);
 
+/* Whether b holds exactly the skills of a: the same loaded objects in the
+ * same order (a rebuild that found nothing changed reuses every one). */
+bool catalog_same(const struct catalog *a, const struct catalog *b);
+
 /* The entry of a skill by name, or NULL. O(log n). */
 const struct catalog_entry *catalog_find(const struct catalog *cat, const char *name);
 

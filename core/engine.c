@@ -44,7 +44,8 @@ struct engine {
 	struct strlist dirs;      /* -s directories */
 
 	pthread_mutex_t lock;     /* guards current and generation */
-	pthread_mutex_t reload_lock; /* one reload at a time */
+	pthread_mutex_t reload_lock; /* one reload at a time; guards config_st */
+	struct stat config_st;    /* the config file when it was last read */
 	struct snapshot *current;
 	uint64_t generation;
 	uint64_t resolutions_built;
@@ -129,6 +130,9 @@ static int load_config(struct engine *e, struct config **out, char **err)
 {
 	struct config *c = NULL;
 	if (e->config_path) {
+		/* Taken before reading: a change after it shows as a change. */
+		if (stat(e->config_path, &e->config_st) < 0)
+			memset(&e->config_st, 0, sizeof e->config_st);
 		if (config_load(e->config_path, &c, err) < 0)
 			return -1;
 		if (config_add_sources(c, (const char *const *)e->dirs.items, e->dirs.n) < 0) {
@@ -265,6 +269,14 @@ int engine_reload(struct engine *e, bool config_changed, const struct strlist *d
 		}
 	}
 	struct snapshot *now = snapshot_new(e, sc, old->catalog, dirty, config_error);
+	if (now && !config_changed && catalog_same(old->catalog, now->catalog)) {
+		/* Nothing changed (an event that touched nothing we show):
+		 * keep the snapshot, and what it has derived and cached. */
+		snapshot_unref(now);
+		pthread_mutex_unlock(&e->reload_lock);
+		snapshot_unref(old);
+		return 0;
+	}
 	if (now) {
 		pthread_mutex_lock(&e->lock);
 		now->generation = ++e->generation;
@@ -505,9 +517,38 @@ static void watch_refresh(struct engine *e, const struct snapshot *old, const st
 	}
 }
 
+/* Sets up the watches, then looks at the disk again: whatever changed
+ * after the first scan and before a watch was in place is found by this
+ * rescan (unchanged skills are reused, and a rescan that finds nothing
+ * keeps the snapshot). */
+static void watch_start(struct engine *e)
+{
+	struct snapshot *s = engine_snapshot(e);
+	watch_refresh(e, NULL, s);
+	snapshot_unref(s);
+	bool config_changed = false;
+	if (e->config_path) {
+		struct stat st;
+		pthread_mutex_lock(&e->reload_lock);
+		config_changed = stat(e->config_path, &st) < 0 || st.st_ino != e->config_st.st_ino ||
+				 st.st_size != e->config_st.st_size ||
+				 st.st_mtim.tv_sec != e->config_st.st_mtim.tv_sec ||
+				 st.st_mtim.tv_nsec != e->config_st.st_mtim.tv_nsec;
+		pthread_mutex_unlock(&e->reload_lock);
+	}
+	struct snapshot *old = engine_snapshot(e);
+	engine_reload(e, config_changed, NULL);
+	struct snapshot *now = engine_snapshot(e);
+	if (now != old)
+		watch_refresh(e, old, now);
+	snapshot_unref(now);
+	snapshot_unref(old);
+}
+
 static void *watch_main(void *arg)
 {
 	struct engine *e = arg;
+	watch_start(e);
 	char evbuf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
 	const char *config_base = NULL;
 	if (e->config_path) {
@@ -586,9 +627,9 @@ int engine_watch(struct engine *e, engine_change_fn fn, void *ctx)
 		return -1;
 	if (pipe2(e->stop_pipe, O_CLOEXEC) < 0)
 		return -1;
-	struct snapshot *s = engine_snapshot(e);
-	watch_refresh(e, NULL, s);
-	snapshot_unref(s);
+	/* The watches are set up by the watcher thread (watch_start): with
+	 * tens of thousands of directories that takes a while, and the mount
+	 * can answer meanwhile. */
 	int rc = pthread_create(&e->thread, NULL, watch_main, e);
 	if (rc == 0)
 		pthread_setname_np(e->thread, "skillfs-watch");

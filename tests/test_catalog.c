@@ -566,6 +566,7 @@ static void test_rebuild_reuses_unchanged_reloads_changed(void **state)
 	assert_ptr_equal(must_find(c2, "keep")->skill, keep1);
 	assert_ptr_equal(must_find(c2, "grow")->skill, grow1);
 	assert_ptr_equal(must_find(c2, "touch")->skill, touch1);
+	assert_true(catalog_same(c1, c2));
 
 	char *grow_md = test_join(root, "grow/SKILL.md");
 	test_write_text(grow_md, "---\nname: grow\ndescription: now much longer than before\n---\nNew body.\n");
@@ -573,6 +574,7 @@ static void test_rebuild_reuses_unchanged_reloads_changed(void **state)
 	bump_mtime(touch_md, 10);
 
 	struct catalog *c3 = build(c, c2, NULL);
+	assert_false(catalog_same(c2, c3));
 	assert_ptr_equal(must_find(c3, "keep")->skill, keep1);
 	const struct skill *g3 = must_find(c3, "grow")->skill;
 	assert_ptr_not_equal(g3, grow1);
