@@ -68,7 +68,9 @@ typedef void (*engine_change_fn)(void *ctx, const struct snapshot *old,
  * says what to fix (e.g. the config file's line and key). */
 struct engine *engine_open(const struct engine_options *opt, char **err);
 
-/* Starts following changes on disk; fn is called after each rebuild.
+/* Starts following changes on disk; fn is called after each rebuild. The
+ * watches are set up on the watcher thread, followed by one rescan, so the
+ * mount can answer at once and nothing that changed meanwhile is missed.
  * Returns 0 or -1 with errno. */
 int engine_watch(struct engine *e, engine_change_fn fn, void *ctx);
 
@@ -82,7 +84,9 @@ void snapshot_unref(struct snapshot *s);
 
 /* Rescans now (what the watcher does after a change). config_changed
  * reloads the config file; dirty lists skill directories to re-read even
- * when their SKILL.md looks unchanged. Returns 0, or -1 on ENOMEM. */
+ * when their SKILL.md looks unchanged. When the config is not reloaded and
+ * every skill is unchanged, the current snapshot stays (and fn is not
+ * called). Returns 0, or -1 on ENOMEM. */
 int engine_reload(struct engine *e, bool config_changed, const struct strlist *dirty);
 
 /* skill.json and mode texts of catalogue entry i of s, built once. */
