@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "check.h"
@@ -116,6 +117,31 @@ static int parse(int argc, char **argv, struct cli *cli)
 	return 0;
 }
 
+/* path made absolute against the current directory: the daemon works
+ * from / once it has started (libfuse changes directory), so a relative
+ * mount point or state path would name something else by then. The
+ * mount point must exist; the state path may not yet. Returns a malloc'd
+ * path, or NULL with a message printed. */
+static char *absolute(const char *path, bool must_exist, const char *what)
+{
+	if (must_exist) {
+		char *r = realpath(path, NULL);
+		if (!r)
+			fprintf(stderr, "skillfs: %s %s: %s\n", what, path, strerror(errno));
+		return r;
+	}
+	if (path[0] == '/')
+		return strdup(path);
+	char *cwd = getcwd(NULL, 0);
+	char *r = NULL;
+	if (!cwd || asprintf(&r, "%s/%s", cwd, path) < 0) {
+		fprintf(stderr, "skillfs: %s %s: %s\n", what, path, strerror(errno));
+		r = NULL;
+	}
+	free(cwd);
+	return r;
+}
+
 static int run_check(struct engine *e)
 {
 	struct snapshot *s = engine_snapshot(e);
@@ -160,21 +186,27 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	int status;
+	char *mountpoint = NULL, *state = NULL;
 	if (cli.check) {
 		status = run_check(e);
+	} else if (!(mountpoint = absolute(cli.mountpoint, true, "mount point")) ||
+		   (cli.state && !(state = absolute(cli.state, false, "state database")))) {
+		status = 1;
 	} else {
 		struct mount_options mo = {
-			.mountpoint = cli.mountpoint,
+			.mountpoint = mountpoint,
 			.foreground = cli.foreground,
 			.debug = cli.debug,
 			.fuse_opts = cli.fuse_opts,
-			.state_path = cli.state,
+			.state_path = state,
 		};
 		status = mount_run(e, &mo);
 		if (getenv("SKILLFS_STATS"))
 			fprintf(stderr, "skillfs: stats: resolutions_built=%llu\n",
 				(unsigned long long)engine_resolutions_built(e));
 	}
+	free(mountpoint);
+	free(state);
 	engine_close(e);
 	model_global_cleanup();
 	strlist_free(&cli.dirs);

@@ -64,4 +64,38 @@ assert c.execute("pragma integrity_check").fetchone()[0] == "ok"
 PY
 }
 
+# Relative paths name what they name in the caller's directory, although
+# the daemon works from / once started: the state database lands beside the
+# caller, and SIGTERM (whose wake-up goes through the mount point) exits.
+test_relative_mount_point_and_state() {
+	mkdir -p "$MNT"
+	local rel=${MNT#"$T"/}
+	(cd "$T" && exec "$SKILLFS" -f -s "$EXAMPLES/skills" --state rel-state/s.db "$rel") \
+		>>"$DAEMON_LOG" 2>&1 &
+	local pid=$! i
+	for i in $(seq 1 200); do
+		grep -qs " $MNT fuse" /proc/self/mounts && break
+		sleep 0.05
+	done
+	ls "$MNT/skills" | grep -qx greet || fail "mount not serving"
+	[ -f "$T/rel-state/s.db" ] || fail "state database not beside the caller: $(ls "$T")"
+	kill -TERM "$pid"
+	for i in $(seq 1 40); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		fail "SIGTERM did not end a daemon mounted on a relative path within 2 s"
+		kill -KILL "$pid"
+	fi
+	wait "$pid" 2>/dev/null
+	grep -qs " $MNT fuse" /proc/self/mounts && fail "still mounted after SIGTERM"
+	local out rc=0
+	out=$(cd "$T" && "$SKILLFS" -f -s "$EXAMPLES/skills" no-such-dir 2>&1) || rc=$?
+	assert_eq 1 "$rc" "exit status for a missing mount point"
+	grep -q "mount point no-such-dir: No such file or directory" <<<"$out" ||
+		fail "unclear error for a missing mount point: $out"
+	return 0
+}
+
 run_tests
