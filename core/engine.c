@@ -57,6 +57,7 @@ struct engine {
 	int stop_pipe[2];
 	pthread_t thread;
 	bool thread_running;
+	bool unwatching;          /* set by engine_unwatch (atomic): stop early */
 	engine_change_fn on_change;
 	void *on_change_ctx;
 	struct watch *watches;    /* by descriptor; only the watcher thread uses it */
@@ -510,6 +511,8 @@ static void watch_refresh(struct engine *e, const struct snapshot *old, const st
 		closedir(d);
 	}
 	for (size_t i = 0; i < s->catalog->n; i++) {
+		if (__atomic_load_n(&e->unwatching, __ATOMIC_RELAXED))
+			return; /* shutting down: the watches are of no use */
 		const struct skill *sk = s->catalog->entries[i].skill;
 		const struct catalog_entry *was = old ? catalog_find(old->catalog, sk->name) : NULL;
 		if (sk->dir && (!was || was->skill != sk))
@@ -526,6 +529,8 @@ static void watch_start(struct engine *e)
 	struct snapshot *s = engine_snapshot(e);
 	watch_refresh(e, NULL, s);
 	snapshot_unref(s);
+	if (__atomic_load_n(&e->unwatching, __ATOMIC_RELAXED))
+		return;
 	bool config_changed = false;
 	if (e->config_path) {
 		struct stat st;
@@ -683,6 +688,7 @@ void engine_unwatch(struct engine *e)
 {
 	if (!e->thread_running)
 		return;
+	__atomic_store_n(&e->unwatching, true, __ATOMIC_RELAXED);
 	if (write(e->stop_pipe[1], "x", 1) < 0) {
 		/* cannot happen: one byte into an empty pipe */
 	}
