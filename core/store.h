@@ -108,8 +108,11 @@ struct run_change {
 /* Opens (creating the file, not its directory) the database at path, sets
  * WAL, synchronous=NORMAL, a busy timeout and foreign keys, and migrates the
  * schema to STORE_SCHEMA_VERSION in one transaction. Refuses a database of
- * a newer version, or one that holds tables but no skillfs version. Returns
- * the store, or NULL with *err set. */
+ * a newer version, one that holds tables but no skillfs version, or one
+ * another store holds open (flock: one daemon per database; other programs
+ * may read it meanwhile). A thread with its own connection copies the WAL
+ * back into the database, off the commit path. Returns the store, or NULL
+ * with *err set. */
 struct store *store_open(const char *path, char **err);
 
 /* Closes the database (checkpointing the WAL). NULL is ignored. No call may

@@ -289,7 +289,7 @@ static void test_R8_v1_database_migrates_and_legacy_run_has_no_allow_list(
 	assert_json_eq(r.allowed_tools, "[\"read\"]");
 	run_row_free(&r);
 	store_close(st);
-	/* The daemon holds the file exclusively while open; now it is free. */
+	/* Read by another connection once the store is closed. */
 	assert_int_equal(raw_int(f->db, "PRAGMA user_version"),
 			 STORE_SCHEMA_VERSION);
 }
@@ -980,6 +980,57 @@ static void test_section6_delete_removes_everything(void **state)
 
 /* A child process commits, then dies without closing the database; every
  * acknowledged write is there for the next open. */
+/* One daemon per database: a second open is refused while the first is
+ * open (and names why), and works once it is closed. */
+static void test_second_open_is_refused_while_open(void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	char *err = NULL;
+	assert_null(store_open(f->db, &err));
+	assert_non_null(err);
+	assert_non_null(strstr(err, "in use"));
+	free(err);
+	store_close(st);
+	st = open_ok(f->db);
+	store_close(st);
+}
+
+/* Under a stream of commits the WAL is copied back into the database by
+ * the checkpointer, and starts over (cut back to 16 MiB) once it is. */
+static void test_wal_is_checkpointed_and_starts_over(void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	make_queued(st, "r");
+	struct stat db0, db1, w;
+	assert_int_equal(stat(f->db, &db0), 0);
+	json_t *m = jparse("{\"role\":\"user\",\"content\":"
+			   "\"a message long enough to fill some pages of the log quickly\"}");
+	for (int i = 0; i < 3000; i++)
+		assert_int_equal(store_message_append(st, "r", "main", m, NULL, NULL), 0);
+	/* Let the checkpointer catch up: the database file stops growing. */
+	off_t last = -1;
+	for (int i = 0; i < 100; i++) {
+		assert_int_equal(stat(f->db, &db1), 0);
+		if (db1.st_size == last)
+			break;
+		last = db1.st_size;
+		usleep(50 * 1000);
+	}
+	assert_true(db1.st_size > db0.st_size + 200 * 1024); /* the rows reached it */
+	/* The next commit starts the WAL over and cuts its file back. */
+	assert_int_equal(store_message_append(st, "r", "main", m, NULL, NULL), 0);
+	json_decref(m);
+	char wal[sizeof f->db + 8];
+	snprintf(wal, sizeof wal, "%s-wal", f->db);
+	assert_int_equal(stat(wal, &w), 0);
+	if (w.st_size > 16 * 1024 * 1024 + 65536)
+		fail_msg("the WAL is %lld bytes", (long long)w.st_size);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM messages"), 3001);
+	store_close(st);
+}
+
 static void test_section6_committed_writes_survive_a_crash(void **state)
 {
 	struct fx *f = *state;
@@ -1149,6 +1200,8 @@ int main(void)
 		T(test_R12_subagent_chats_are_recorded),
 		T(test_section8_events_text_is_json_lines),
 		T(test_section6_delete_removes_everything),
+		T(test_second_open_is_refused_while_open),
+		T(test_wal_is_checkpointed_and_starts_over),
 		T(test_section6_committed_writes_survive_a_crash),
 		T(test_section6_concurrent_appends_all_land),
 	};
