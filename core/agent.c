@@ -1054,6 +1054,12 @@ static int chat_loop(struct chat *c)
 
 /* ---- the main agent ------------------------------------------------------ */
 
+/* Whether a prompt is a /skill:run:<name> directive (R15). */
+static bool is_skill_run(const char *prompt)
+{
+	return strncmp(prompt, SKILL_RUN_PREFIX, strlen(SKILL_RUN_PREFIX)) == 0;
+}
+
 /* The first user message for the prompt (R15): the prompt itself, or for
  * /skill:run:<name> [args] the skill's body or its sub-agent's result. On
  * STEP_FAIL c->error says why the run cannot go on. */
@@ -1061,7 +1067,7 @@ static int first_user_message(struct chat *c, const char *prompt, char **user)
 {
 	struct agent *a = c->a;
 	*user = NULL;
-	if (strncmp(prompt, SKILL_RUN_PREFIX, strlen(SKILL_RUN_PREFIX)) != 0) {
+	if (!is_skill_run(prompt)) {
 		*user = strdup(prompt);
 		return *user ? STEP_OK : oom(a);
 	}
@@ -1240,7 +1246,7 @@ int agent_run(const struct agent_env *env, const char *run_id)
 		/* The start, the chat id, the system message and a plain
 		 * prompt are one step: one commit. */
 		const char *prompt = row.prompt ? row.prompt : "";
-		bool plain = strncmp(prompt, SKILL_RUN_PREFIX, strlen(SKILL_RUN_PREFIX)) != 0;
+		bool plain = !is_skill_run(prompt);
 		json_t *first = json_array();
 		size_t have = json_array_size(mc.msgs);
 		bool ok = first != NULL;

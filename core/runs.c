@@ -878,15 +878,37 @@ int runs_changed_at(struct runs *r, const char *id, struct timespec *out)
 	return run ? 0 : -ENOENT;
 }
 
+/* Every file a run directory can show, sorted, and when it is there. */
+enum run_file_when { SHOWN_ALWAYS, SHOWN_IF_STORED_LIST, SHOWN_IF_FAILED, SHOWN_IF_WAITING,
+		     SHOWN_IF_COMPLETED, SHOWN_IF_CHATS };
+
+static const struct {
+	const char *name;
+	enum run_file_when when;
+} run_files[] = {
+	{ "allowed-tools", SHOWN_IF_STORED_LIST },
+	{ "config", SHOWN_ALWAYS },
+	{ "ctl", SHOWN_ALWAYS },
+	{ "error", SHOWN_IF_FAILED },
+	{ "events", SHOWN_ALWAYS },
+	{ "info.json", SHOWN_ALWAYS },
+	{ "input", SHOWN_ALWAYS },
+	{ "messages.json", SHOWN_ALWAYS },
+	{ "pending", SHOWN_IF_WAITING },
+	{ "prompt", SHOWN_ALWAYS },
+	{ "result", SHOWN_IF_COMPLETED },
+	{ "skills", SHOWN_ALWAYS },
+	{ "status", SHOWN_ALWAYS },
+	{ "subagents", SHOWN_IF_CHATS },
+	{ "transcript", SHOWN_ALWAYS },
+	{ "wait", SHOWN_ALWAYS },
+};
+
 bool runs_file_always_present(const char *name)
 {
-	static const char *const always[] = {
-		"config", "ctl", "events", "info.json", "input", "messages.json",
-		"prompt", "skills", "status", "transcript", "wait",
-	};
-	for (size_t i = 0; i < sizeof always / sizeof *always; i++)
-		if (strcmp(name, always[i]) == 0)
-			return true;
+	for (size_t i = 0; i < sizeof run_files / sizeof *run_files; i++)
+		if (strcmp(name, run_files[i].name) == 0)
+			return run_files[i].when == SHOWN_ALWAYS;
 	return false;
 }
 
@@ -894,28 +916,16 @@ bool runs_file_always_present(const char *name)
 static int run_names(const struct run_view *v, const struct run_row *row, bool has_chats,
 		     struct strlist *out)
 {
-	bool q = row->allowed_tools != NULL;
-	bool waiting = runstate_is_waiting(v->state);
-	const char *all[] = {
-		q ? "allowed-tools" : NULL,
-		"config",
-		"ctl",
-		v->state == RUNSTATE_FAILED ? "error" : NULL,
-		"events",
-		"info.json",
-		"input",
-		"messages.json",
-		waiting ? "pending" : NULL,
-		"prompt",
-		v->state == RUNSTATE_COMPLETED ? "result" : NULL,
-		"skills",
-		"status",
-		has_chats ? "subagents" : NULL,
-		"transcript",
-		"wait",
+	const bool shown[] = {
+		[SHOWN_ALWAYS] = true,
+		[SHOWN_IF_STORED_LIST] = row->allowed_tools != NULL,
+		[SHOWN_IF_FAILED] = v->state == RUNSTATE_FAILED,
+		[SHOWN_IF_WAITING] = runstate_is_waiting(v->state),
+		[SHOWN_IF_COMPLETED] = v->state == RUNSTATE_COMPLETED,
+		[SHOWN_IF_CHATS] = has_chats,
 	};
-	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-		if (all[i] && strlist_add(out, all[i]) < 0)
+	for (size_t i = 0; i < sizeof run_files / sizeof *run_files; i++)
+		if (shown[run_files[i].when] && strlist_add(out, run_files[i].name) < 0)
 			return -ENOMEM;
 	return 0;
 }

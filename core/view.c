@@ -705,14 +705,11 @@ bool view_run_of(const char *path, char *id, size_t size)
 
 bool view_run_file(const char *path, char *id, size_t size, const char **name)
 {
-	if (strncmp(path, "runs/", 5) != 0)
+	if (!view_run_of(path, id, size))
 		return false;
-	const char *p = path + 5;
-	const char *slash = strchr(p, '/');
-	if (!slash || strchr(slash + 1, '/') || slash[1] == '\0' || (size_t)(slash - p) >= size)
+	const char *rest = path + strlen("runs/") + strlen(id) + 1;
+	if (strchr(rest, '/'))
 		return false;
-	memcpy(id, p, (size_t)(slash - p));
-	id[slash - p] = '\0';
-	*name = slash + 1;
+	*name = rest;
 	return true;
 }

@@ -696,7 +696,7 @@ static void on_run_change(void *arg, const char *id, unsigned what)
 		return;
 	struct run_note *n = calloc(1, sizeof *n);
 	if (!n)
-		return; /* the kernel cache then expires on its own (runs/ has timeout 0) */
+		return; /* out of memory: listings stay as they were until the next change */
 	snprintf(n->id, sizeof n->id, "%s", id);
 	n->what = what;
 	pthread_mutex_lock(&m->note_lock);
