@@ -216,7 +216,7 @@ static void release(struct store *st, sqlite3_stmt *s)
 			return;
 		}
 	}
-	release(st, s);
+	sqlite3_finalize(s);
 }
 
 static int exec(struct store *st, const char *sql, char **err)
