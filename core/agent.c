@@ -56,6 +56,7 @@ struct chat {
 	const char *skill;    /* a sub-agent's skill; NULL for the main chat */
 	struct strlist tools; /* the tools of this chat (lower-case) */
 	json_t *schemas;      /* what the model is offered; NULL: nothing (R3) */
+	char *schemas_text;   /* the same as JSON text, or NULL: encoded per call */
 	json_t *msgs;         /* the chat's committed messages */
 	char *final;          /* STEP_DONE */
 	char *error;          /* STEP_FAIL */
@@ -303,8 +304,9 @@ static void chat_free(struct chat *c)
 	free(c->error);
 	json_decref(c->final_msg);
 	json_decref(c->final_usage);
+	free(c->schemas_text);
 	c->schemas = c->msgs = c->final_msg = c->final_usage = NULL;
-	c->final = c->error = NULL;
+	c->final = c->error = c->schemas_text = NULL;
 }
 
 /* Offers the tools of c (c->tools must be set): NULL when there are none. */
@@ -312,13 +314,15 @@ static int chat_set_schemas(struct chat *c)
 {
 	if (c->tools.n == 0)
 		return STEP_OK;
-	const json_t *all = c->a->env->tool_schemas;
-	c->schemas = all ? tools_schemas_pick(all, &c->tools) : tools_schemas(&c->tools);
-	if (!c->schemas)
+	const struct tool_schemas *ts = c->a->env->tool_schemas;
+	if (ts ? tool_schemas_pick(ts, &c->tools, &c->schemas, &c->schemas_text) < 0
+	       : !(c->schemas = tools_schemas(&c->tools)))
 		return oom(c->a);
 	if (json_array_size(c->schemas) == 0) {
 		json_decref(c->schemas);
+		free(c->schemas_text);
 		c->schemas = NULL;
+		c->schemas_text = NULL;
 	}
 	return STEP_OK;
 }
@@ -978,6 +982,7 @@ static int call_model(struct chat *c)
 	struct model_request req = {
 		.messages = c->msgs,
 		.tools = c->schemas,
+		.tools_text = c->schemas_text,
 		.run_id = a->run_id,
 		.chat_id = c->id,
 		.turn = turns + 1,
@@ -1206,15 +1211,20 @@ int agent_run(const struct agent_env *env, const char *run_id)
 		return -1;
 	struct agent a = {.env = env, .run_id = run_id};
 	struct chat mc = {.a = &a, .is_main = true};
-	struct run_row row;
+	struct run_row own, row;
 	char *err = NULL, *chat_id = NULL, *user = NULL;
-	int rc = store_run_get(env->store, run_id, &row, &err);
-	if (rc < 0) {
+	int rc = 0;
+	if (env->row) {
+		row = *env->row;
+	} else if ((rc = store_run_get(env->store, run_id, &own, &err)) == 0) {
+		row = own;
+	} else {
 		free(err);
 		return -1;
 	}
 	if (row.state != RUNSTATE_RUNNING && row.state != RUNSTATE_QUEUED) {
-		run_row_free(&row);
+		if (!env->row)
+			run_row_free(&own);
 		return outcome_of(&a);
 	}
 	a.from = row.state;
@@ -1276,7 +1286,8 @@ int agent_run(const struct agent_env *env, const char *run_id)
 	if (rc == STEP_OK)
 		rc = chat_loop(&mc);
 done:
-	run_row_free(&row);
+	if (!env->row)
+		run_row_free(&own);
 	/* A run that could not start still moves to running first, so that
 	 * it can end failed. */
 	if (a.from == RUNSTATE_QUEUED && rc != STEP_GONE && rc != STEP_STOP &&

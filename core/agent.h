@@ -15,6 +15,7 @@
 #include "model.h"
 #include "resolution.h"
 #include "store.h"
+#include "tools.h"
 
 struct agent_env {
 	struct store *store;
@@ -26,10 +27,13 @@ struct agent_env {
 	const struct grants *allow;       /* the run's allow-list: stored ∩ now
 	                                     (R7) or now (R8); computed by the
 	                                     caller */
-	const char *workspace;            /* absolute; exists */
+	const struct run_row *row;        /* the run as the caller just read
+	                                     it from the store; NULL: read here */
+	const char *workspace;            /* absolute; made by the first tool
+	                                     that needs it */
 	bool have_python;                 /* R13 */
-	const json_t *tool_schemas;       /* tools_schemas(NULL), shared and
-	                                     never changed; NULL: parsed per chat */
+	const struct tool_schemas *tool_schemas; /* shared and never changed;
+	                                     NULL: parsed and encoded per chat */
 	const char *start_mode;           /* recorded when a queued run */
 	const char *start_model;          /* starts ("inline", model name) */
 	int tool_timeout_ms;              /* bash etc. */

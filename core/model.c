@@ -154,22 +154,40 @@ char *model_content_text(json_t *content)
 	return buf_steal(&b, NULL);
 }
 
-json_t *model_request_body(const struct model_request *req, const char *name)
+char *model_request_text(const struct model_request *req, const char *name, json_t *extra,
+			 size_t *len)
 {
 	json_t *body = json_object();
-	if (!body)
-		return NULL;
-	if (name && *name && json_object_set_new(body, "model", json_string(name)) < 0)
-		goto fail;
-	if (json_object_set(body, "messages", req->messages) < 0)
-		goto fail;
-	if (json_array_size(req->tools) > 0 &&
-	    json_object_set(body, "tools", req->tools) < 0)
-		goto fail;
-	return body;
-fail:
+	char *text = NULL, *tools = NULL;
+	struct buf b = { 0 };
+	if (!body || (name && *name && json_object_set_new(body, "model", json_string(name)) < 0) ||
+	    json_object_set(body, "messages", req->messages) < 0 ||
+	    (extra && json_object_update(body, extra) < 0) ||
+	    !(text = json_dumps(body, JSON_COMPACT)))
+		goto out;
+	if (json_array_size(req->tools) == 0) {
+		*len = strlen(text);
+		json_decref(body);
+		return text;
+	}
+	/* The tools are the bulk of a request and the same every call:
+	 * spliced in as encoded once, before the body's closing brace. */
+	const char *t = req->tools_text ? req->tools_text
+					: (tools = json_dumps(req->tools, JSON_COMPACT));
+	size_t n = strlen(text);
+	if (t && buf_append(&b, text, n - 1) == 0 && buf_puts(&b, ",\"tools\":") == 0 &&
+	    buf_puts(&b, t) == 0 && buf_puts(&b, "}") == 0) {
+		free(text);
+		text = buf_steal(&b, len);
+	} else {
+		free(text);
+		text = NULL;
+	}
+out:
+	buf_free(&b);
+	free(tools);
 	json_decref(body);
-	return NULL;
+	return text;
 }
 
 /* One tool call, normalised; NULL with *err. */

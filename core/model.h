@@ -37,6 +37,9 @@ struct model_request {
 	 * parameters}}, or NULL when the run has no tools: the request then
 	 * carries no tools field at all (R3). An empty array counts as NULL. */
 	json_t *tools;
+	/* Optional: tools as compact JSON text, encoded once by the caller;
+	 * providers that send JSON use it instead of encoding tools again. */
+	const char *tools_text;
 	const char *run_id;  /* may be NULL */
 	const char *chat_id; /* may be NULL */
 	int turn;            /* the caller's model-call counter for this chat,
@@ -120,10 +123,13 @@ int model_openai_open(const struct model_config *mc, const struct model_ops **op
 
 /* Helpers shared by the providers. */
 
-/* The request body common to command and openai: {"model"?, "messages",
- * "tools"?} (model left out when name is NULL or empty, tools when
- * req->tools is NULL or empty). New reference or NULL on ENOMEM. */
-json_t *model_request_body(const struct model_request *req, const char *name);
+/* The request body common to command and openai as compact JSON text:
+ * {"model"?, "messages", the members of extra (may be NULL), "tools"?}
+ * (model left out when name is NULL or empty, tools when req->tools is
+ * NULL or empty; req->tools_text used when set). Malloc'd, its length in
+ * *len; NULL when out of memory or a message is not valid UTF-8. */
+char *model_request_text(const struct model_request *req, const char *name, json_t *extra,
+			 size_t *len);
 
 /* Text of a message's content: a string, or the "text" parts of an array
  * joined together; NULL for anything else. Malloc'd (NULL on ENOMEM). */

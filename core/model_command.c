@@ -87,22 +87,17 @@ static int command_complete(void *ctx, const struct model_request *req,
 {
 	struct command *c = ctx;
 	char *text = NULL;
-	json_t *body = model_request_body(req, c->model);
-	json_t *meta = json_pack("{s:s?, s:s?, s:i}", "run", req->run_id, "chat_id",
-				 req->chat_id, "turn", req->turn);
-	if (body && meta) {
-		if (json_object_set_new(body, "metadata", meta) == 0)
-			text = json_dumps(body, JSON_COMPACT);
-	} else {
-		json_decref(meta);
-	}
-	json_decref(body);
+	json_t *extra = json_pack("{s:{s:s?, s:s?, s:i}}", "metadata", "run", req->run_id,
+				  "chat_id", req->chat_id, "turn", req->turn);
+	size_t tlen = 0;
+	if (extra)
+		text = model_request_text(req, c->model, extra, &tlen);
+	json_decref(extra);
 	if (!text) {
 		*err = model_strdupf("model command: cannot encode the request "
 				     "(out of memory or invalid UTF-8 in the messages)");
 		return -1;
 	}
-	size_t tlen = strlen(text);
 	text[tlen] = '\n'; /* replaces the NUL; the length says where it ends */
 
 	struct proc_spec spec = {

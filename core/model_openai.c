@@ -231,15 +231,13 @@ static int openai_complete(void *ctx, const struct model_request *req,
 			   struct model_reply *out, char **err)
 {
 	struct openai *o = ctx;
-	json_t *body = model_request_body(req, o->model);
-	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-	json_decref(body);
+	size_t tlen = 0;
+	char *text = model_request_text(req, o->model, NULL, &tlen);
 	if (!text) {
 		*err = model_strdupf("openai model: cannot encode the request "
 				     "(out of memory or invalid UTF-8 in the messages)");
 		return -1;
 	}
-	size_t tlen = strlen(text);
 
 	struct attempt a;
 	int tries = 0;

@@ -60,7 +60,7 @@ struct runs {
 	struct engine *engine;
 	struct store *store;
 	char *workspaces; /* directory holding one workspace per run */
-	json_t *tool_schemas; /* every built-in tool's, parsed once (agent_env) */
+	struct tool_schemas tool_schemas; /* parsed and encoded once (agent_env) */
 
 	pthread_mutex_t lock;
 	pthread_cond_t work;
@@ -245,9 +245,10 @@ static void refresh_files(struct runs *r, const char *id, bool new_files)
 			ready = take_waiters(r, id, false);
 	}
 	pthread_mutex_unlock(&r->lock);
+	/* Blocked readers first: they wait on this; listings can follow. */
+	answer_waiters(ready, 0, runstate_name(st));
 	notify(r, id, (state_changed ? RUN_CHANGED_STATE : 0) |
 			     (new_files ? RUN_CHANGED_SUBAGENTS : 0));
-	answer_waiters(ready, 0, runstate_name(st));
 }
 
 static void refresh(struct runs *r, const char *id)
@@ -425,9 +426,10 @@ static void execute(struct runs *r, struct run *run)
 		.catalog = s->catalog,
 		.res = res,
 		.allow = &allow,
+		.row = &row,
 		.workspace = ws,
 		.have_python = s->have_python,
-		.tool_schemas = r->tool_schemas,
+		.tool_schemas = &r->tool_schemas,
 		.start_mode = c->execution_mode == EXEC_SUBAGENT ? "subagent" : "inline",
 		.start_model = c->model.model ? c->model.model : model_provider(model),
 		.tool_timeout_ms = TOOL_TIMEOUT_MS,
@@ -517,8 +519,7 @@ struct runs *runs_open(struct engine *e, const char *state_path, char **err)
 			*err = NULL;
 		goto fail;
 	}
-	r->tool_schemas = tools_schemas(NULL);
-	if (!r->tool_schemas)
+	if (tool_schemas_init(&r->tool_schemas) < 0)
 		goto oom;
 	r->store = store_open(state_path, err);
 	if (!r->store)
@@ -628,7 +629,7 @@ void runs_close(struct runs *r)
 	free(r->runs);
 	strlist_free(&r->queue);
 	free(r->workspaces);
-	json_decref(r->tool_schemas);
+	tool_schemas_free(&r->tool_schemas);
 	pthread_cond_destroy(&r->work);
 	pthread_mutex_destroy(&r->lock);
 	free(r);

@@ -178,27 +178,62 @@ json_t *tools_schemas(const struct strlist *names)
 	return arr;
 }
 
-json_t *tools_schemas_pick(const json_t *all, const struct strlist *names)
+int tool_schemas_init(struct tool_schemas *ts)
 {
-	json_t *arr = json_array();
-	if (!arr)
-		return NULL;
-	for (size_t i = 0; names && i < names->n; i++) {
-		size_t k;
-		json_t *s;
-		json_array_foreach(all, k, s) {
-			const char *name = json_string_value(
-				json_object_get(json_object_get(s, "function"), "name"));
-			if (name && strcmp(name, names->items[i]) == 0) {
-				if (json_array_append(arr, s) < 0) {
-					json_decref(arr);
-					return NULL;
-				}
-				break;
-			}
+	memset(ts, 0, sizeof *ts);
+	ts->all = tools_schemas(NULL);
+	size_t n = json_array_size(ts->all);
+	ts->texts = ts->all ? calloc(n ? n : 1, sizeof *ts->texts) : NULL;
+	if (!ts->texts) {
+		tool_schemas_free(ts);
+		return -1;
+	}
+	for (ts->n = 0; ts->n < n; ts->n++) {
+		ts->texts[ts->n] = json_dumps(json_array_get(ts->all, ts->n), JSON_COMPACT);
+		if (!ts->texts[ts->n]) {
+			tool_schemas_free(ts);
+			return -1;
 		}
 	}
-	return arr;
+	return 0;
+}
+
+void tool_schemas_free(struct tool_schemas *ts)
+{
+	for (size_t i = 0; ts->texts && i < ts->n; i++)
+		free(ts->texts[i]);
+	free(ts->texts);
+	json_decref(ts->all);
+	memset(ts, 0, sizeof *ts);
+}
+
+int tool_schemas_pick(const struct tool_schemas *ts, const struct strlist *names,
+		      json_t **arr, char **text)
+{
+	struct buf b = { 0 };
+	*arr = json_array();
+	*text = NULL;
+	int rc = *arr && buf_puts(&b, "[") == 0 ? 0 : -1;
+	for (size_t i = 0; rc == 0 && names && i < names->n; i++) {
+		for (size_t k = 0; k < ts->n; k++) {
+			json_t *s = json_array_get(ts->all, k);
+			const char *name = json_string_value(
+				json_object_get(json_object_get(s, "function"), "name"));
+			if (!name || strcmp(name, names->items[i]) != 0)
+				continue;
+			if (json_array_append(*arr, s) < 0 ||
+			    (json_array_size(*arr) > 1 && buf_puts(&b, ",") < 0) ||
+			    buf_puts(&b, ts->texts[k]) < 0)
+				rc = -1;
+			break;
+		}
+	}
+	if (rc == 0 && buf_puts(&b, "]") == 0 && (*text = buf_steal(&b, NULL)))
+		return 0;
+	buf_free(&b);
+	json_decref(*arr);
+	*arr = NULL;
+	return -1;
 }
 
 /* ---- result text ---- */

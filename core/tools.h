@@ -30,11 +30,25 @@ json_t *tools_schema(const char *name);
  * built-in are skipped. names == NULL means every built-in tool. Returns a
  * new reference, or NULL on allocation failure. */
 json_t *tools_schemas(const struct strlist *names);
-/* Like tools_schemas(names), without parsing: picks from all, an array
- * made by tools_schemas(NULL) once and then never changed. The schema
- * objects are shared with all (jansson reference counts are atomic), so
- * the result must not be modified; several threads may pick at once. */
-json_t *tools_schemas_pick(const json_t *all, const struct strlist *names);
+/* Every built-in tool's schema, parsed and encoded once, then never
+ * changed: any number of threads may pick from it at once. */
+struct tool_schemas {
+	json_t *all;  /* tools_schemas(NULL) */
+	char **texts; /* texts[i]: all[i] as compact JSON */
+	size_t n;
+};
+
+/* Fills ts; returns 0, or -1 on allocation failure (ts is then empty). */
+int tool_schemas_init(struct tool_schemas *ts);
+void tool_schemas_free(struct tool_schemas *ts);
+
+/* Like tools_schemas(names), without parsing or encoding: *arr gets the
+ * schemas of names in the given order (objects shared with ts->all,
+ * jansson reference counts being atomic, so never to be modified) and
+ * *text the same array as compact JSON text, made from the texts encoded
+ * once. Returns 0, or -1 on allocation failure. */
+int tool_schemas_pick(const struct tool_schemas *ts, const struct strlist *names,
+		      json_t **arr, char **text);
 
 struct tool_ctx {
 	const char *workspace; /* absolute path; created when missing */

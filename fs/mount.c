@@ -225,8 +225,8 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 /* Skill and configuration files: cached by the kernel until we invalidate
  * them (keep_cache), no FLUSH on close, and a write open is refused here.
  * Run files: direct I/O, so every read sees the run as it is now and a
- * `wait` read can block whatever the size said, and a FLUSH on close
- * (which starts a run when a prompt closes). */
+ * `wait` read can block whatever the size said, and, when opened for
+ * writing, a FLUSH on close (which starts a run when a prompt closes). */
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct mount *m = M(req);
@@ -251,6 +251,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		}
 		fi->direct_io = 1;
 		fi->keep_cache = 0;
+		/* Only a close after writing can start something. */
+		fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
 		/* A distinct handle per open (poll needs one), holding what
 		 * reads of a run's file render (run_open). */
 		struct run_open *ro = calloc(1, sizeof *ro);

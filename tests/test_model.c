@@ -727,6 +727,20 @@ static void test_command_request_shape_has_model_messages_metadata(void **state)
 	assert_string_equal(json_string_value(json_object_get(meta, "run")), "run-1");
 	assert_string_equal(json_string_value(json_object_get(meta, "chat_id")), "main");
 	assert_int_equal(json_integer_value(json_object_get(meta, "turn")), 1);
+	model_reply_free(&r);
+
+	/* Tools given as text encoded once make the same request. */
+	char *tools_text = json_dumps(tools, JSON_COMPACT);
+	assert_non_null(tools_text);
+	struct model_request with_text = { .messages = msgs, .tools = tools,
+					   .tools_text = tools_text, .run_id = "run-1",
+					   .chat_id = "main", .turn = 1 };
+	assert_int_equal(model_complete(m, &with_text, &r, &err), 0);
+	json_t *req2 = json_loads(content_of(&r), 0, NULL);
+	assert_non_null(req2);
+	assert_true(json_equal(req2, req));
+	json_decref(req2);
+	free(tools_text);
 	json_decref(req);
 	model_reply_free(&r);
 	json_decref(msgs);

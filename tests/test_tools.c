@@ -291,32 +291,44 @@ static void test_sec7_schemas_in_given_order_unknown_skipped(void **state)
 	assert_null(tools_schema("no-such-tool"));
 }
 
-/* Picking from the table parsed once gives what parsing gives, in the
- * asked order, shares the objects, and leaves the table as it was. */
+/* Picking from the table made once gives what parsing gives, in the
+ * asked order, shares the objects, comes with the same array as JSON text,
+ * and leaves the table as it was. */
 static void test_schemas_pick_equals_parsing(void **state)
 {
 	(void)state;
 	struct strlist names = names_of("write", "no-such-tool", "bash", "read");
-	json_t *all = tools_schemas(NULL);
+	struct tool_schemas ts;
+	assert_int_equal(tool_schemas_init(&ts), 0);
+	assert_int_equal(ts.n, NEXPECTED);
 	json_t *parsed = tools_schemas(&names);
-	json_t *picked = tools_schemas_pick(all, &names);
-	assert_non_null(picked);
+	json_t *picked;
+	char *text;
+	assert_int_equal(tool_schemas_pick(&ts, &names, &picked, &text), 0);
 	assert_int_equal(json_array_size(picked), 3);
 	assert_true(json_equal(parsed, picked));
 	bool shared = false;
 	size_t i;
 	json_t *s;
-	json_array_foreach(all, i, s)
+	json_array_foreach(ts.all, i, s)
 		shared |= s == json_array_get(picked, 0);
 	assert_true(shared);
+	json_error_t je;
+	json_t *from_text = json_loads(text, 0, &je);
+	assert_non_null(from_text);
+	assert_true(json_equal(from_text, parsed));
+	json_decref(from_text);
+	free(text);
 	json_decref(picked);
-	assert_int_equal(json_array_size(all), NEXPECTED);
+	assert_int_equal(json_array_size(ts.all), NEXPECTED);
 	struct strlist none = {0};
-	picked = tools_schemas_pick(all, &none);
+	assert_int_equal(tool_schemas_pick(&ts, &none, &picked, &text), 0);
 	assert_int_equal(json_array_size(picked), 0);
+	assert_string_equal(text, "[]");
+	free(text);
 	json_decref(picked);
 	json_decref(parsed);
-	json_decref(all);
+	tool_schemas_free(&ts);
 	strlist_free(&names);
 }
 
