@@ -1250,7 +1250,10 @@ int agent_run(const struct agent_env *env, const char *run_id)
 			rc = oom(&a);
 	if (rc == STEP_OK)
 		rc = chat_set_schemas(&mc);
-	if (rc == STEP_OK)
+	/* A run that never started has no messages yet. */
+	if (rc == STEP_OK && row.state == RUNSTATE_QUEUED && row.started_at == 0)
+		rc = (mc.msgs = json_array()) ? STEP_OK : oom(&a);
+	else if (rc == STEP_OK)
 		rc = chat_load(&mc);
 	if (rc == STEP_OK) {
 		/* The start, the chat id, the system message and a plain

@@ -109,6 +109,21 @@ static const char *const migrations[] = {
 	"ALTER TABLE runs ADD COLUMN allowed_tools TEXT;",
 	/* 2 -> 3: the tools a sub-agent was offered; NULL for older chats. */
 	"ALTER TABLE chats ADD COLUMN tools TEXT;",
+	/* 3 -> 4: fewer pages written per commit. The state index is gone
+	 * (only a start reads runs by state, and scanning them is cheap);
+	 * events, small rows, live in their key's b-tree alone. */
+	"DROP INDEX runs_by_state;"
+	"CREATE TABLE events_v4 ("
+	"  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+	"  seq INTEGER NOT NULL,"
+	"  ts INTEGER NOT NULL,"
+	"  type TEXT NOT NULL,"
+	"  json TEXT NOT NULL,"
+	"  PRIMARY KEY (run_id, seq)"
+	") WITHOUT ROWID;"
+	"INSERT INTO events_v4 SELECT run_id, seq, ts, type, json FROM events;"
+	"DROP TABLE events;"
+	"ALTER TABLE events_v4 RENAME TO events;",
 };
 
 _Static_assert(sizeof migrations / sizeof *migrations == STORE_SCHEMA_VERSION,

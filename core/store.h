@@ -10,6 +10,9 @@
  * one transaction when the database is opened:
  *   1  runs, messages, chats, events, without a stored allow-list
  *   2  runs.allowed_tools (NULL for rows written at version 1: R8)
+ *   3  chats.tools (NULL for chats written before)
+ *   4  fewer pages per commit: no index of runs by state, events keyed
+ *      by (run_id, seq) alone (WITHOUT ROWID)
  * A database of a newer version than STORE_SCHEMA_VERSION is refused.
  *
  * Durability: WAL journal with synchronous=NORMAL. Every call returns only
@@ -42,7 +45,7 @@
 #include "runstate.h"
 #include "strlist.h"
 
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 
 struct store;
 

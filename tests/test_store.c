@@ -234,6 +234,7 @@ static void test_R8_v1_database_migrates_and_legacy_run_has_no_allow_list(
 
 	struct store *st = open_ok(f->db);
 	struct run_row r;
+	int64_t seq = 0;
 	assert_int_equal(store_run_get(st, "legacy", &r, NULL), 0);
 	assert_null(r.allowed_tools); /* R8: resolve now when it continues */
 	assert_string_equal(r.id, "legacy");
@@ -282,6 +283,18 @@ static void test_R8_v1_database_migrates_and_legacy_run_has_no_allow_list(
 	assert_int_equal(n, 2);
 	assert_json_eq(rows[1].tools, "[\"read\"]");
 	chat_rows_free(rows, n);
+
+	/* The log keeps its event and numbering across the migrations. */
+	assert_int_equal(store_event_append(st, "legacy", "later", NULL, &seq, NULL), 0);
+	assert_int_equal(seq, 2);
+	struct buf log = {0};
+	assert_int_equal(store_events_text(st, "legacy", &log, NULL), 0);
+	assert_non_null(strstr(log.data, "\"seq\":1"));
+	assert_non_null(strstr(log.data, "\"type\":\"note\""));
+	assert_non_null(strstr(log.data, "\"a\":1"));
+	assert_non_null(strstr(log.data, "\"type\":\"later\""));
+	assert_int_equal(strchr(strchr(log.data, '\n') + 1, '\n') - log.data + 1, (long)log.len);
+	buf_free(&log);
 
 	/* A run enqueued now goes after the legacy one and stores its list. */
 	assert_int_equal(make_queued(st, "new"), 8);
