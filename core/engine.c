@@ -397,6 +397,10 @@ const char *snapshot_tools_text(struct snapshot *s, size_t *len)
 
 #define WATCH_MASK (IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_FROM | \
 		    IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+/* The config file's directory only: a save ends in a close or a rename,
+ * and the writes of other files there (a state database kept beside the
+ * config, say) would otherwise wake the watcher on every commit. */
+#define CONFIG_DIR_MASK (WATCH_MASK & ~IN_MODIFY)
 #define WATCH_DEPTH_MAX 4
 
 /* Watches are indexed by their descriptor (the kernel hands them out as
@@ -421,7 +425,11 @@ static void watch_forget(struct engine *e, int wd)
 static void watch_add(struct engine *e, const char *path, const char *skill_dir,
 		      unsigned roles)
 {
-	int wd = inotify_add_watch(e->inotify_fd, path, WATCH_MASK);
+	/* A directory watched in several roles gets the union of their
+	 * masks (IN_MASK_ADD), whatever order they come in. */
+	int wd = inotify_add_watch(e->inotify_fd, path,
+				   (roles == WATCH_CONFIG_DIR ? CONFIG_DIR_MASK : WATCH_MASK) |
+					   IN_MASK_ADD);
 	if (wd < 0)
 		return; /* gone already, or over the watch limit: nothing to follow */
 	if ((size_t)wd >= e->capwatches) {

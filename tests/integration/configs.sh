@@ -113,4 +113,32 @@ test_files_beside_config_do_not_reload() {
 		fail "a file beside the config caused a reload: $(grep stats "$DAEMON_LOG")"
 }
 
+# A file beside the config that is written while held open (SQLite's WAL
+# when the state database lives there) must not even wake the watcher:
+# only a save of the config itself (a close or a rename) concerns it.
+test_writes_beside_config_leave_watcher_asleep() {
+	setup 24000
+	start || return
+	local t tid= before after i
+	for t in /proc/"$DAEMON_PID"/task/*; do
+		[ "$(cat "$t/comm")" = skillfs-watch ] && tid=$t
+	done
+	[ -n "$tid" ] || { fail "no skillfs-watch thread"; return; }
+	sleep 0.5 # its start-up rescan is over
+	before=$(awk '/^voluntary_ctxt_switches/ {print $2}' "$tid/status")
+	exec 7>>"$T/held.log"
+	for i in $(seq 1 40); do
+		echo "$i" >&7
+		sleep 0.01
+	done
+	after=$(awk '/^voluntary_ctxt_switches/ {print $2}' "$tid/status")
+	exec 7>&-
+	[ $((after - before)) -le 3 ] ||
+		fail "the watcher woke $((after - before)) times for 40 writes beside the config"
+	# A save of the config itself is still seen.
+	sed -i 's/main: {skills: \[reader, writer, plain\]}/main: {skills: [reader]}/' "$T/config.yaml"
+	wait_for 1 file_is "$MNT/configs/main/effective" reader ||
+		fail "config edit not seen: $(cat "$MNT/configs/main/effective")"
+}
+
 run_tests
