@@ -527,19 +527,19 @@ struct runs *runs_open(struct engine *e, const char *state_path, char **err)
 
 	/* Load every run; re-queue interrupted ones first, then the queue. */
 	struct strlist ids = { 0 }, interrupted = { 0 }, queued = { 0 };
-	if (store_run_ids(r->store, &ids, err) < 0 ||
+	enum runstate *states = NULL;
+	if (store_run_ids(r->store, &ids, &states, err) < 0 ||
 	    store_runs_in_state(r->store, RUNSTATE_RUNNING, &interrupted, err) < 0 ||
 	    store_runs_in_state(r->store, RUNSTATE_QUEUED, &queued, err) < 0) {
 		strlist_free(&ids);
+		free(states);
 		strlist_free(&interrupted);
 		strlist_free(&queued);
 		goto fail;
 	}
 	int bad = 0;
 	for (size_t i = 0; i < ids.n && !bad; i++) {
-		enum runstate st;
-		if (store_run_state(r->store, ids.items[i], &st, NULL) < 0)
-			continue;
+		enum runstate st = states[i];
 		struct run *run = run_insert(r, ids.items[i], st);
 		if (!run) {
 			bad = 1;
@@ -567,6 +567,7 @@ struct runs *runs_open(struct engine *e, const char *state_path, char **err)
 	for (size_t i = 0; i < queued.n && !bad; i++)
 		bad = queue_push(r, queued.items[i]) < 0;
 	strlist_free(&ids);
+	free(states);
 	strlist_free(&interrupted);
 	strlist_free(&queued);
 	if (bad)

@@ -769,13 +769,41 @@ static int collect_ids(struct store *st, sqlite3_stmt *s, struct strlist *out,
 	return rc;
 }
 
-int store_run_ids(struct store *st, struct strlist *out, char **err)
+int store_run_ids(struct store *st, struct strlist *out, enum runstate **states, char **err)
 {
 	lock(st);
 	sqlite3_stmt *s;
-	int rc = prepare(st, "SELECT id FROM runs ORDER BY id", &s, err);
-	if (rc == 0)
+	int rc = prepare(st, "SELECT id, state FROM runs ORDER BY id", &s, err);
+	if (rc == 0 && !states)
 		rc = collect_ids(st, s, out, err);
+	else if (rc == 0) {
+		size_t cap = 0;
+		*states = NULL;
+		int step;
+		while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+			const char *id = (const char *)sqlite3_column_text(s, 0);
+			enum runstate state;
+			if (!id || !runstate_parse((const char *)sqlite3_column_text(s, 1), &state))
+				continue; /* unreadable: left out, as store_run_state fails on it */
+			if (out->n == cap) {
+				enum runstate *p = realloc(*states, (cap ? cap * 2 : 64) * sizeof *p);
+				if (!p) {
+					rc = oom(err);
+					break;
+				}
+				*states = p;
+				cap = cap ? cap * 2 : 64;
+			}
+			if (strlist_add(out, id) < 0) {
+				rc = oom(err);
+				break;
+			}
+			(*states)[out->n - 1] = state;
+		}
+		if (rc == 0 && step != SQLITE_DONE)
+			rc = db_fail(st, err, "listing runs");
+		release(st, s);
+	}
 	unlock(st);
 	return rc;
 }

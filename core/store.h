@@ -138,8 +138,11 @@ void run_row_free(struct run_row *r);
 int store_run_state(struct store *st, const char *id, enum runstate *out,
 		    char **err);
 
-/* Appends the id of every run to out, sorted bytewise. */
-int store_run_ids(struct store *st, struct strlist *out, char **err);
+/* Appends the id of every run to out, sorted bytewise, in one query. With
+ * states, *states gets a malloc'd array of their states, index for index
+ * (NULL when there are none), and a run whose state cannot be read is left
+ * out. */
+int store_run_ids(struct store *st, struct strlist *out, enum runstate **states, char **err);
 
 /* Appends the ids of the runs in state s to out, in enqueue order (seq). */
 int store_runs_in_state(struct store *st, enum runstate s,

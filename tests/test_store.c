@@ -522,6 +522,31 @@ static void test_R6_enqueue_stores_allow_list_and_numbers_in_order(
 	store_close(st);
 }
 
+/* Listing with states leaves out a run whose state cannot be read, as
+ * reading that run's state alone fails. */
+static void test_run_ids_with_states_skip_unreadable(void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	assert_int_equal(store_run_create(st, "good", NULL), 0);
+	store_close(st);
+	raw_exec(f->db, "INSERT INTO runs (id, state, created_at, updated_at)"
+			" VALUES ('odd', 'sleeping', 1, 1);");
+	st = open_ok(f->db);
+	struct strlist l = {0};
+	assert_int_equal(store_run_ids(st, &l, NULL, NULL), 0);
+	assert_ids(&l, (const char *[]){"good", "odd"}, 2);
+	strlist_free(&l);
+	enum runstate *states = NULL, s;
+	assert_int_equal(store_run_ids(st, &l, &states, NULL), 0);
+	assert_ids(&l, (const char *[]){"good"}, 1);
+	assert_int_equal(states[0], RUNSTATE_CREATED);
+	assert_int_equal(store_run_state(st, "odd", &s, NULL), -EIO);
+	free(states);
+	strlist_free(&l);
+	store_close(st);
+}
+
 static void test_section6_runs_in_state_follow_enqueue_order(void **state)
 {
 	struct fx *f = *state;
@@ -532,8 +557,18 @@ static void test_section6_runs_in_state_follow_enqueue_order(void **state)
 	make_queued(st, "a");
 
 	struct strlist l = {0};
-	assert_int_equal(store_run_ids(st, &l, NULL), 0);
+	assert_int_equal(store_run_ids(st, &l, NULL, NULL), 0);
 	assert_ids(&l, (const char *[]){"a", "b", "c", "idle"}, 4);
+	strlist_free(&l);
+	/* With their states, in one query. */
+	enum runstate *states = NULL;
+	assert_int_equal(store_run_ids(st, &l, &states, NULL), 0);
+	assert_ids(&l, (const char *[]){"a", "b", "c", "idle"}, 4);
+	assert_non_null(states);
+	for (size_t i = 0; i < 3; i++)
+		assert_int_equal(states[i], RUNSTATE_QUEUED);
+	assert_int_equal(states[3], RUNSTATE_CREATED);
+	free(states);
 	strlist_free(&l);
 
 	assert_int_equal(store_runs_in_state(st, RUNSTATE_QUEUED, &l, NULL), 0);
@@ -968,7 +1003,7 @@ static void test_section6_delete_removes_everything(void **state)
 	assert_int_equal(store_run_get(st, "gone", &r, NULL), -ENOENT);
 	assert_int_equal(store_run_delete(st, "gone", NULL), -ENOENT);
 	struct strlist l = {0};
-	assert_int_equal(store_run_ids(st, &l, NULL), 0);
+	assert_int_equal(store_run_ids(st, &l, NULL, NULL), 0);
 	assert_ids(&l, (const char *[]){"kept"}, 1);
 	strlist_free(&l);
 	store_close(st);
@@ -1206,6 +1241,7 @@ int main(void)
 		T(test_section6_config_and_skills_writable_only_while_created),
 		T(test_R6_enqueue_stores_allow_list_and_numbers_in_order),
 		T(test_section6_runs_in_state_follow_enqueue_order),
+		T(test_run_ids_with_states_skip_unreadable),
 		T(test_section6_illegal_transition_refused_state_unchanged),
 		T(test_section6_transition_applies_changes_atomically),
 		T(test_section6_messages_round_trip_in_order_per_chat),
