@@ -751,17 +751,38 @@ int store_run_state(struct store *st, const char *id, enum runstate *out,
 	return rc;
 }
 
-/* Appends column 0 of every row of s (bound by the caller) to out. */
+/* Appends column 0 of every row of s (bound by the caller) to out, and
+ * with states, column 1 as a run state to *states (index for index; a row
+ * whose state cannot be read is left out). Releases s. */
 static int collect_ids(struct store *st, sqlite3_stmt *s, struct strlist *out,
-		       char **err)
+		       enum runstate **states, char **err)
 {
 	int rc = 0, step;
+	size_t cap = 0;
+	if (states)
+		*states = NULL;
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
 		const char *t = (const char *)sqlite3_column_text(s, 0);
-		if (t && strlist_add(out, t) < 0) {
+		enum runstate state = RUNSTATE_CREATED;
+		if (!t || (states && !runstate_parse((const char *)sqlite3_column_text(s, 1),
+						     &state)))
+			continue; /* unreadable: as store_run_state fails on it */
+		if (states && out->n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			enum runstate *p = realloc(*states, ncap * sizeof *p);
+			if (!p) {
+				rc = oom(err);
+				break;
+			}
+			*states = p;
+			cap = ncap;
+		}
+		if (strlist_add(out, t) < 0) {
 			rc = oom(err);
 			break;
 		}
+		if (states)
+			(*states)[out->n - 1] = state;
 	}
 	if (rc == 0 && step != SQLITE_DONE)
 		rc = db_fail(st, err, "listing runs");
@@ -774,36 +795,8 @@ int store_run_ids(struct store *st, struct strlist *out, enum runstate **states,
 	lock(st);
 	sqlite3_stmt *s;
 	int rc = prepare(st, "SELECT id, state FROM runs ORDER BY id", &s, err);
-	if (rc == 0 && !states)
-		rc = collect_ids(st, s, out, err);
-	else if (rc == 0) {
-		size_t cap = 0;
-		*states = NULL;
-		int step;
-		while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-			const char *id = (const char *)sqlite3_column_text(s, 0);
-			enum runstate state;
-			if (!id || !runstate_parse((const char *)sqlite3_column_text(s, 1), &state))
-				continue; /* unreadable: left out, as store_run_state fails on it */
-			if (out->n == cap) {
-				enum runstate *p = realloc(*states, (cap ? cap * 2 : 64) * sizeof *p);
-				if (!p) {
-					rc = oom(err);
-					break;
-				}
-				*states = p;
-				cap = cap ? cap * 2 : 64;
-			}
-			if (strlist_add(out, id) < 0) {
-				rc = oom(err);
-				break;
-			}
-			(*states)[out->n - 1] = state;
-		}
-		if (rc == 0 && step != SQLITE_DONE)
-			rc = db_fail(st, err, "listing runs");
-		release(st, s);
-	}
+	if (rc == 0)
+		rc = collect_ids(st, s, out, states, err);
 	unlock(st);
 	return rc;
 }
@@ -821,7 +814,7 @@ int store_runs_in_state(struct store *st, enum runstate state,
 		"SELECT id FROM runs WHERE state = ?1 ORDER BY seq, id", &s, err);
 	if (rc == 0) {
 		sqlite3_bind_text(s, 1, runstate_name(state), -1, SQLITE_STATIC);
-		rc = collect_ids(st, s, out, err);
+		rc = collect_ids(st, s, out, NULL, err);
 	}
 	unlock(st);
 	return rc;
