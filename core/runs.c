@@ -1499,8 +1499,9 @@ static void enqueue(struct runs *r, const char *id)
 		refresh(r, id); /* the store is the truth */
 		return;
 	}
-	notify(r, id, RUN_CHANGED_STATE);
+	/* Blocked readers first, as refresh_files does. */
 	answer_waiters(ready, 0, runstate_name(RUNSTATE_FAILED));
+	notify(r, id, RUN_CHANGED_STATE);
 }
 
 int runs_flush(struct runs *r, const char *id, const char *name)
