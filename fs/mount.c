@@ -641,8 +641,10 @@ static void apply_run_note(struct mount *m, const char *id, unsigned what)
 	uint64_t runs_ino = nodes_find(&m->nodes, "runs");
 	if ((what & (RUN_CHANGED_CREATED | RUN_CHANGED_REMOVED)) && runs_ino)
 		fuse_lowlevel_notify_inval_inode(m->se, runs_ino, 0, 0);
+	/* A run just made by mkdir: the kernel has its directory's attributes
+	 * from that reply, and it has no sub-agents yet. */
 	static const char *const dirs[] = { "", "/subagents" };
-	for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+	for (size_t i = 0; !(what & RUN_CHANGED_CREATED) && i < sizeof dirs / sizeof *dirs; i++) {
 		snprintf(path, sizeof path, "runs/%s%s", id, dirs[i]);
 		uint64_t ino = nodes_find(&m->nodes, path);
 		if (ino)
