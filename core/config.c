@@ -1042,11 +1042,13 @@ done:
 	return rc;
 }
 
-/* Reads a whole regular file of at most CONFIG_MAX_FILE_BYTES. */
+/* Reads a whole regular file of at most CONFIG_MAX_FILE_BYTES. Opened
+ * without blocking: a FIFO put in the file's place is refused, not waited
+ * on (the watcher thread reads it). */
 static int read_file(const char *path, struct buf *b, char **err)
 {
 	char eb[128];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	struct stat st;
 	if (fd < 0)
 		goto sys;

@@ -48,12 +48,19 @@ const char *resolution_file(const struct resolution *r, const char *name,
 	return NULL;
 }
 
-/* Warnings in a stable order: attachments, then the effective skills' own
+/* Warnings in a stable order: the config file's (an unknown key may be a
+ * mistyped setting) and the catalogue's (a source that cannot be read, a
+ * name in two sources), attachments, then the effective skills' own
  * (parse, catalogue, mode), then grants, then prompt budget drops. */
 static int collect_warnings(const struct config *c, const struct catalog *cat,
 			    struct resolution *r)
 {
 	struct strlist *w = &r->warnings;
+	for (size_t i = 0; i < c->warnings.n; i++)
+		if (strlist_addf(w, "config: %s", c->warnings.items[i]) < 0)
+			return -1;
+	if (strlist_extend(w, &cat->warnings) < 0)
+		return -1;
 	for (size_t i = 0; i < r->eff.n; i++) {
 		const struct eff_item *it = &r->eff.items[i];
 		if (it->state == EFF_EFFECTIVE || it->state == EFF_DISABLED)

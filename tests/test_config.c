@@ -387,6 +387,27 @@ static void test_S9_load_missing_file_names_path(void **state)
 	free(err);
 }
 
+/* A FIFO in the config file's place is refused at once: opening it for
+ * reading would wait for a writer that never comes (the watcher thread
+ * reloads the config, and a shutdown would then wait for it forever). */
+static void test_S9_load_refuses_fifo_without_waiting(void **state)
+{
+	struct tmp *t = *state;
+	char p[512];
+	snprintf(p, sizeof p, "%s/fifo.yaml", t->dir);
+	assert_int_equal(mkfifo(p, 0644), 0);
+	struct config *c = (struct config *)1;
+	char *err = NULL;
+	alarm(10); /* a blocked open ends the test instead of hanging it */
+	assert_int_equal(config_load(p, &c, &err), -1);
+	alarm(0);
+	assert_null(c);
+	assert_non_null(err);
+	assert_prefix(err, p);
+	assert_contains(err, "not a regular file");
+	free(err);
+}
+
 static void test_S9_load_reports_errors_with_file_name(void **state)
 {
 	struct tmp *t = *state;
@@ -782,6 +803,8 @@ int main(void)
 		cmocka_unit_test(test_S9_model_command_string_splits_on_whitespace),
 		cmocka_unit_test(test_S9_openai_provider_reads_url),
 		cmocka_unit_test_setup_teardown(test_S9_relative_paths_resolve_against_config_dir,
+						setup_tmp, teardown_tmp),
+		cmocka_unit_test_setup_teardown(test_S9_load_refuses_fifo_without_waiting,
 						setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_S9_load_missing_file_names_path,
 						setup_tmp, teardown_tmp),

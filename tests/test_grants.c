@@ -244,6 +244,32 @@ static void test_R2_unknown_tool_dropped_with_warning(void **st)
 	fx_free(&f);
 }
 
+/* The config file's warnings (an unknown key may be a mistyped security
+ * setting) and the catalogue's (a source that cannot be read) are shown
+ * with every configuration, first. */
+static void test_config_and_catalogue_warnings_come_first(void **st)
+{
+	(void)st;
+	struct sk sks[] = { { "odd", "allowed-tools: [read, Teleport]\n", TRUST_FIRST_PARTY, false, false } };
+	struct fx f;
+	fx_init(&f, sks, 1);
+	fx_attach(&f, "odd", true);
+	assert_int_equal(strlist_add(&f.c.warnings, "config.yaml:2: unknown key 'skils'"), 0);
+	assert_int_equal(strlist_add(&f.cat->warnings, "source /nowhere: No such file or directory"),
+			 0);
+	struct resolution *r = fx_resolve(&f, NULL, 0);
+	assert_true(r->warnings.n >= 3);
+	assert_string_equal(r->warnings.items[0], "config: config.yaml:2: unknown key 'skils'");
+	assert_string_equal(r->warnings.items[1], "source /nowhere: No such file or directory");
+	assert_true(has_warning(&r->warnings, "Teleport"));
+	assert_non_null(strstr(file(r, "warnings"),
+			       "config: config.yaml:2: unknown key 'skils'\n"
+			       "source /nowhere: No such file or directory\n"));
+	resolution_free(r);
+	strlist_free(&f.c.warnings);
+	fx_free(&f);
+}
+
 static void test_R2_unregistered_tool_not_granted(void **st)
 {
 	(void)st;
@@ -1037,6 +1063,7 @@ int main(void)
 		cmocka_unit_test(test_R3_declared_empty_widened_by_read),
 		cmocka_unit_test(test_R2_union_of_two_lists),
 		cmocka_unit_test(test_R2_unknown_tool_dropped_with_warning),
+		cmocka_unit_test(test_config_and_catalogue_warnings_come_first),
 		cmocka_unit_test(test_R2_unregistered_tool_not_granted),
 		cmocka_unit_test(test_R4_globally_disabled_declaring_skill_ignored),
 		cmocka_unit_test(test_R4_attachment_disabled_declaring_skill_ignored),
