@@ -293,6 +293,7 @@ static int resolve_runs(struct snapshot *s, struct node *n, const struct comps *
 		n->live = false; /* invalidated when a run comes or goes */
 		n->kind = N_RUNS;
 		n->type = VIEW_DIR;
+		n->perm = 0755; /* runs are made and removed here (mkdir, rmdir) */
 		return 0;
 	}
 	if (p->n == 2 && strcmp(p->c[1], "new") == 0) {
