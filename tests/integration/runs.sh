@@ -88,6 +88,34 @@ PY
 	done
 }
 
+# as_plain_user CMD...: runs CMD with no privileges: root's capabilities
+# (which bypass the mode bits default_permissions checks) are dropped.
+as_plain_user() {
+	if [ "$(id -u)" != 0 ]; then
+		"$@"
+		return
+	fi
+	setpriv --bounding-set -all --inh-caps -all --securebits +noroot,+noroot_locked -- "$@"
+}
+
+test_user_without_privileges_makes_runs() {
+	write_config "$echo_model" 2
+	start_with || return
+	as_plain_user true || { fail "cannot drop privileges with setpriv"; return; }
+	local out
+	out=$(as_plain_user bash -c '
+		cd "$1/runs" || exit 1
+		id=$(cat new) || exit 1
+		mkdir "$id" || exit 2
+		echo "from a plain user" >"$id/prompt" || exit 3
+		[ "$(cat "$id/wait")" = completed ] || exit 4
+		echo again 2>/dev/null >"$id/prompt" && exit 5
+		rmdir "$id" || exit 6
+		[ ! -e "$id" ] || exit 7
+		echo done' _ "$MNT" 2>&1)
+	assert_eq done "$out" "a user without privileges makes, runs and removes a run"
+}
+
 test_R3_declared_empty_gives_plain_completion() {
 	write_config "$echo_model" 2
 	start_with || return
