@@ -1067,15 +1067,25 @@ static void test_wal_is_checkpointed_and_starts_over(void **state)
 		usleep(50 * 1000);
 	}
 	assert_true(db1.st_size > db0.st_size + 200 * 1024); /* the rows reached it */
-	/* The next commit starts the WAL over and cuts its file back. */
-	assert_int_equal(store_message_append(st, "r", "main", m, NULL, NULL), 0);
-	json_decref(m);
+	/* A commit after the checkpointer has copied everything starts the WAL
+	 * over and cuts its file back. On a loaded machine the checkpointer
+	 * may still be copying: commit again, for up to 10 s. */
 	char wal[sizeof f->db + 8];
 	snprintf(wal, sizeof wal, "%s-wal", f->db);
-	assert_int_equal(stat(wal, &w), 0);
+	int commits = 0;
+	for (;;) {
+		assert_int_equal(store_message_append(st, "r", "main", m, NULL, NULL), 0);
+		commits++;
+		assert_int_equal(stat(wal, &w), 0);
+		if (w.st_size <= 16 * 1024 * 1024 + 65536 || commits == 100)
+			break;
+		usleep(100 * 1000);
+	}
+	json_decref(m);
 	if (w.st_size > 16 * 1024 * 1024 + 65536)
-		fail_msg("the WAL is %lld bytes", (long long)w.st_size);
-	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM messages"), 3001);
+		fail_msg("the WAL is still %lld bytes after %d commits in 10 s",
+			 (long long)w.st_size, commits);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM messages"), 3000 + commits);
 	store_close(st);
 }
 

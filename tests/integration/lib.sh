@@ -9,6 +9,9 @@ set -u
 SRC_ROOT=${SKILLFS_SOURCE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/skillfs-test.XXXXXX")
+# A mount given no --state keeps its runs under $XDG_STATE_HOME: here, never
+# in the home directory (nor shared with another skillfs running there).
+export XDG_STATE_HOME=$T/state-home
 MNT=$T/mnt
 DAEMON_PID=
 DAEMON_LOG=$T/daemon.log
