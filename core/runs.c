@@ -30,13 +30,17 @@
 /* What the mount needs to know about a run without asking the store. */
 struct run {
 	char id[RUN_ID_MAX + 1];
+	uint64_t serial;         /* tells this run from an earlier one of its id */
 	enum runstate state;
 	struct timespec changed; /* last change of anything: the files' mtime */
 	/* Before the prompt is closed: */
 	struct buf prompt;
 	bool prompt_written;
 	bool prompt_refused; /* a write was refused: nothing starts until the
-				next truncate (D9: nothing half-done) */
+				prompt is written again from its start (D9:
+				nothing half-done) */
+	unsigned prompt_writers; /* opens of prompt that may write: the last */
+	unsigned input_writers;  /* close of one starts the run (or answers) */
 	char *config;
 	struct strlist forced;
 	/* While waiting for input: */
@@ -70,6 +74,7 @@ struct runs {
 	size_t queue_head;
 	struct waiter *waiters;
 	uint64_t next_handle;
+	uint64_t next_serial;
 	bool stopping;
 
 	pthread_t *workers;
@@ -144,6 +149,7 @@ static struct run *run_insert(struct runs *r, const char *id, enum runstate stat
 	if (!run)
 		return NULL;
 	snprintf(run->id, sizeof run->id, "%s", id);
+	run->serial = ++r->next_serial;
 	run->state = state;
 	run->config = strdup("default");
 	if (!run->config) {
@@ -667,8 +673,12 @@ int runs_create(struct runs *r, const char *id)
 		store_run_delete(r->store, id, NULL);
 		rc = -ENOMEM;
 	}
-	if (rc == 0)
+	if (rc == 0) {
 		clock_gettime(CLOCK_REALTIME, &r->listing_changed);
+		/* Taken: never offered again, even once this run is removed. */
+		if (strcmp(id, r->next_id) == 0)
+			r->next_id[0] = '\0';
+	}
 	pthread_mutex_unlock(&r->lock);
 	if (rc == 0)
 		notify(r, id, RUN_CHANGED_CREATED | RUN_CHANGED_STATE);
@@ -1165,12 +1175,10 @@ static int apply_write(const struct buf *b, const char *data, size_t len, off_t 
 		       struct buf *out)
 {
 	size_t o = (size_t)off;
-	size_t keep = b->len < o ? b->len : o;
-	if (buf_append(out, b->data ? b->data : "", keep) < 0)
+	if (o > b->len)
+		return -EINVAL; /* the hole would read as NUL bytes: not text */
+	if (buf_append(out, b->data ? b->data : "", o) < 0)
 		return -ENOMEM;
-	while (out->len < o)
-		if (buf_append(out, "", 1) < 0)
-			return -ENOMEM;
 	if (buf_append(out, data, len) < 0)
 		return -ENOMEM;
 	if (b->len > o + len && buf_append(out, b->data + o + len, b->len - o - len) < 0)
@@ -1202,6 +1210,25 @@ static int split_lines(const char *text, size_t len, struct strlist *out)
 static bool utf8_valid(const char *s)
 {
 	json_t *j = json_string(s);
+	json_decref(j);
+	return j != NULL;
+}
+
+/* Whether s[0..len) is valid UTF-8 but for a sequence at its end that the
+ * next write may complete. */
+static bool utf8_valid_so_far(const char *s, size_t len)
+{
+	size_t cut = len;
+	for (size_t k = 1; k <= 3 && k <= len; k++) {
+		unsigned char c = (unsigned char)s[len - k];
+		if ((c & 0xC0) == 0x80)
+			continue; /* a continuation byte: look further back */
+		size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+		if (need > k)
+			cut = len - k; /* its sequence is not finished yet */
+		break;
+	}
+	json_t *j = json_stringn(s ? s : "", cut);
 	json_decref(j);
 	return j != NULL;
 }
@@ -1247,6 +1274,28 @@ static int check_skills(struct runs *r, const struct buf *text, struct strlist *
 	return rc;
 }
 
+/* Checks the skills file's text and makes its names the run's forced
+ * skills, in the store and in memory. Lock held. 0 or a negative errno
+ * (-EINVAL: an unknown skill), with nothing changed. */
+static int take_skills(struct runs *r, struct run *run, const struct buf *text)
+{
+	struct strlist forced = { 0 };
+	int rc = check_skills(r, text, &forced);
+	json_t *j = rc == 0 ? strlist_to_json(&forced) : NULL;
+	if (rc == 0 && !j)
+		rc = -ENOMEM;
+	if (rc == 0)
+		rc = store_run_set_forced_skills(r->store, run->id, j, NULL);
+	json_decref(j);
+	if (rc == 0) {
+		strlist_free(&run->forced);
+		run->forced = forced;
+	} else {
+		strlist_free(&forced);
+	}
+	return rc;
+}
+
 /* ctl: cancel, approve, deny. Called with the lock held; returns with it
  * held. */
 static int apply_ctl(struct runs *r, struct run *run, const char *cmd)
@@ -1256,7 +1305,9 @@ static int apply_ctl(struct runs *r, struct run *run, const char *cmd)
 	if (strcmp(cmd, "cancel") == 0) {
 		if (runstate_is_terminal(st))
 			return -EINVAL;
-		if (st == RUNSTATE_RUNNING && run->busy) {
+		/* A worker has it: the store may already say running while
+		 * this copy still says queued. The agent polls the flag. */
+		if (run->busy) {
 			__atomic_store_n(&run->cancel_requested, true, __ATOMIC_RELEASE);
 			return 0;
 		}
@@ -1303,6 +1354,8 @@ ssize_t runs_write(struct runs *r, const char *id, const char *name, const char 
 			run->prompt = tmp;
 			tmp = (struct buf){ 0 };
 			run->prompt_written = true;
+			if (off == 0)
+				run->prompt_refused = false; /* written again from the start */
 			changed = true;
 		}
 		if (rc == -EFBIG || rc == -EINVAL) {
@@ -1339,20 +1392,7 @@ ssize_t runs_write(struct runs *r, const char *id, const char *name, const char 
 			}
 			free(cfg);
 		} else if (rc == 0) {
-			struct strlist forced = { 0 };
-			rc = check_skills(r, &tmp, &forced);
-			json_t *j = rc == 0 ? strlist_to_json(&forced) : NULL;
-			if (rc == 0 && !j)
-				rc = -ENOMEM;
-			if (rc == 0)
-				rc = store_run_set_forced_skills(r->store, id, j, NULL);
-			json_decref(j);
-			if (rc == 0) {
-				strlist_free(&run->forced);
-				run->forced = forced;
-			} else {
-				strlist_free(&forced);
-			}
+			rc = take_skills(r, run, &tmp);
 		}
 		if (rc == 0) {
 			buf_free(file);
@@ -1374,7 +1414,10 @@ ssize_t runs_write(struct runs *r, const char *id, const char *name, const char 
 			rc = -EFBIG;
 		else if (has_nul(data, len))
 			rc = -EINVAL;
-		else if ((rc = apply_write(&run->input, data, len, off, &tmp)) == 0) {
+		else if ((rc = apply_write(&run->input, data, len, off, &tmp)) == 0 &&
+			 !utf8_valid_so_far(tmp.data, tmp.len))
+			rc = -EINVAL; /* refused now: an error at close is not seen */
+		else if (rc == 0) {
 			buf_free(&run->input);
 			run->input = tmp;
 			tmp = (struct buf){ 0 };
@@ -1422,12 +1465,26 @@ int runs_truncate(struct runs *r, const char *id, const char *name, off_t size)
 		rc = -EACCES;
 	if (rc == 0 && b && b != &run->input && run->state != RUNSTATE_CREATED)
 		rc = -EACCES;
+	bool changed = false;
 	if (rc == 0 && b && (size_t)size < b->len) {
-		b->len = (size_t)size;
-		if (b->data)
-			b->data[b->len] = '\0';
+		struct buf cut = { 0 };
+		if (buf_append(&cut, b->data, (size_t)size) < 0)
+			rc = -ENOMEM;
+		/* The forced skills follow the file (`: > skills` clears them). */
+		else if (b == &run->skills_file)
+			rc = take_skills(r, run, &cut);
+		if (rc == 0) {
+			buf_free(b);
+			*b = cut;
+			changed = true;
+			clock_gettime(CLOCK_REALTIME, &run->changed);
+		} else {
+			buf_free(&cut);
+		}
 	}
 	pthread_mutex_unlock(&r->lock);
+	if (changed)
+		refresh(r, id);
 	return rc;
 }
 
@@ -1504,19 +1561,50 @@ static void enqueue(struct runs *r, const char *id)
 	notify(r, id, RUN_CHANGED_STATE);
 }
 
-int runs_flush(struct runs *r, const char *id, const char *name)
+/* The writer counter of run's file name, or NULL when closing that file
+ * starts nothing. */
+static unsigned *writers_of(struct run *run, const char *name)
 {
+	if (strcmp(name, "prompt") == 0)
+		return &run->prompt_writers;
+	if (strcmp(name, "input") == 0)
+		return &run->input_writers;
+	return NULL;
+}
+
+uint64_t runs_open_writer(struct runs *r, const char *id, const char *name)
+{
+	pthread_mutex_lock(&r->lock);
+	struct run *run = run_find(r, id);
+	unsigned *n = run ? writers_of(run, name) : NULL;
+	uint64_t ticket = 0;
+	if (n) {
+		++*n;
+		ticket = run->serial;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return ticket;
+}
+
+int runs_close_writer(struct runs *r, const char *id, const char *name, uint64_t ticket)
+{
+	pthread_mutex_lock(&r->lock);
+	struct run *run = run_find(r, id);
+	unsigned *n = run && run->serial == ticket ? writers_of(run, name) : NULL;
+	bool last = n && *n > 0 && --*n == 0;
+	pthread_mutex_unlock(&r->lock);
+	if (!last)
+		return 0;
 	if (strcmp(name, "prompt") == 0) {
 		enqueue(r, id);
 		return 0;
 	}
-	if (strcmp(name, "input") != 0)
-		return 0;
 	pthread_mutex_lock(&r->lock);
-	struct run *run = run_find(r, id);
+	run = run_find(r, id);
 	int rc = 0;
 	bool moved = false;
-	if (run && run->state == RUNSTATE_WAITING_FOR_INPUT && run->input_written) {
+	if (run && run->serial == ticket && run->state == RUNSTATE_WAITING_FOR_INPUT &&
+	    run->input_written) {
 		run->input_written = false;
 		char *text = strndup(run->input.data ? run->input.data : "", run->input.len);
 		if (!text) {

@@ -1,7 +1,7 @@
 /* runs: the run manager (DESIGN.md section 6). It owns the store, the
  * queue and the worker threads, and answers everything the mount asks
  * about runs/: which runs and files exist, their bytes, and what a write,
- * truncate, flush, mkdir or rmdir does. FUSE threads only ever call the
+ * truncate, last close, mkdir or rmdir does. FUSE threads only ever call the
  * quick functions here; models and tools run on the workers. */
 #ifndef SKILLFS_RUNS_H
 #define SKILLFS_RUNS_H
@@ -109,9 +109,17 @@ ssize_t runs_write(struct runs *r, const char *id, const char *name, const char 
 		   size_t len, off_t off);
 /* Truncates a writable file (O_TRUNC). Same errors as runs_write. */
 int runs_truncate(struct runs *r, const char *id, const char *name, off_t size);
-/* A close (flush) of runs/<id>/<name>: a written, non-empty prompt
- * enqueues the run (R6); a written input answers a question. */
-int runs_flush(struct runs *r, const char *id, const char *name);
+/* An open of runs/<id>/<name> that may write. Opens of prompt and input
+ * are counted, so that what a close starts waits for the last one: a
+ * shell's `{ echo; cat; } > prompt` closes a copy of the descriptor in
+ * each command it runs. Returns the ticket for runs_close_writer; 0 when
+ * closing the file starts nothing. */
+uint64_t runs_open_writer(struct runs *r, const char *id, const char *name);
+/* The end of an open from runs_open_writer (its ticket): when it was the
+ * last, a written, non-empty prompt enqueues the run (R6) and a written
+ * input answers a question. A ticket of a run since removed (or removed
+ * and made again) changes nothing. Returns 0 or a negative errno. */
+int runs_close_writer(struct runs *r, const char *id, const char *name, uint64_t ticket);
 
 /* Waits until run id is settled (completed, failed, cancelled, or waiting
  * for a person). Returns 0 and copies the state name into status (size

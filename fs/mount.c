@@ -25,9 +25,17 @@
 
 /* A read of runs/<id>/wait, answered when the run settles (files under
  * runs/ are direct I/O, so the read reaches us whatever the size). */
+/* What the run manager hands back to wait_done: it owns it until it
+ * calls wait_done, or until runs_wait_cancel takes the wait back. */
+struct wait_ticket {
+	struct mount *m;
+	uint64_t key;
+};
+
 struct wait_req {
 	uint64_t key;    /* ours, passed to runs_wait and the interrupt hook */
 	uint64_t handle; /* the run manager's */
+	struct wait_ticket *ticket;
 	fuse_req_t req;
 	size_t size;
 	off_t off;
@@ -98,6 +106,7 @@ struct run_open {
 	size_t len;
 	bool have;
 	struct timespec changed; /* the run's change time they were made at */
+	uint64_t writer;         /* runs_open_writer's ticket, 0: none */
 	struct run_open *prev, *next; /* mount.opens */
 };
 
@@ -225,8 +234,9 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 /* Skill and configuration files: cached by the kernel until we invalidate
  * them (keep_cache), no FLUSH on close, and a write open is refused here.
  * Run files: direct I/O, so every read sees the run as it is now and a
- * `wait` read can block whatever the size said, and, when opened for
- * writing, a FLUSH on close (which starts a run when a prompt closes). */
+ * `wait` read can block whatever the size said. Nothing happens at a
+ * FLUSH (a close of one copy of a descriptor): a prompt starts its run at
+ * the RELEASE of its last writer (runs_open_writer). */
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct mount *m = M(req);
@@ -251,8 +261,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		}
 		fi->direct_io = 1;
 		fi->keep_cache = 0;
-		/* Only a close after writing can start something. */
-		fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
+		fi->noflush = 1;
 		/* A distinct handle per open (poll needs one), holding what
 		 * reads of a run's file render (run_open). */
 		struct run_open *ro = calloc(1, sizeof *ro);
@@ -260,6 +269,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			fuse_reply_err(req, ENOMEM);
 			return;
 		}
+		if ((fi->flags & O_ACCMODE) != O_RDONLY && m->runs &&
+		    view_run_file(path, id, sizeof id, &name))
+			ro->writer = runs_open_writer(m->runs, id, name);
 		ro->next = m->opens;
 		if (m->opens)
 			m->opens->prev = ro;
@@ -331,10 +343,13 @@ static void run_open_free(struct mount *m, struct run_open *ro)
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
+	struct mount *m = M(req);
 	struct run_open *ro = (struct run_open *)(uintptr_t)fi->fh;
+	struct run_ref ref;
+	if (ro && ro->writer && run_file_of(m, ino, &ref))
+		runs_close_writer(m->runs, ref.id, ref.name, ro->writer);
 	if (ro)
-		run_open_free(M(req), ro);
+		run_open_free(m, ro);
 	fuse_reply_err(req, 0);
 }
 
@@ -461,15 +476,6 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 }
 
 /* A close: the run manager starts a run when a written prompt closes. */
-static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	(void)fi;
-	struct mount *m = M(req);
-	struct run_ref ref;
-	int rc = run_file_of(m, ino, &ref) ? runs_flush(m->runs, ref.id, ref.name) : 0;
-	fuse_reply_err(req, rc < 0 ? -rc : 0);
-}
-
 /* ---- runs/<id>/wait: a read answered when the run settles (D8) ---- */
 
 static void reply_status(fuse_req_t req, const char *status, size_t size, off_t off)
@@ -498,9 +504,10 @@ static struct wait_req *wait_take(struct mount *m, uint64_t key)
 /* From the run manager (a worker thread, or shutdown). */
 static void wait_done(void *arg, int err, const char *status)
 {
-	struct mount *m = *(struct mount **)arg;
-	uint64_t key = ((uint64_t *)arg)[1];
-	free(arg);
+	struct wait_ticket *t = arg;
+	struct mount *m = t->m;
+	uint64_t key = t->key;
+	free(t);
 	pthread_mutex_lock(&m->wait_lock);
 	struct wait_req *w = wait_take(m, key);
 	pthread_mutex_unlock(&m->wait_lock);
@@ -531,6 +538,7 @@ static void wait_interrupted(fuse_req_t req, void *data)
 	pthread_mutex_unlock(&m->wait_lock);
 	if (w) {
 		fuse_reply_err(w->req, EINTR);
+		free(w->ticket); /* cancelled: the run manager will not call back */
 		free(w);
 	}
 }
@@ -538,10 +546,10 @@ static void wait_interrupted(fuse_req_t req, void *data)
 static void start_wait(struct mount *m, fuse_req_t req, const char *id, size_t size, off_t off)
 {
 	struct wait_req *w = calloc(1, sizeof *w);
-	void **arg = calloc(2, sizeof(uint64_t) > sizeof(void *) ? sizeof(uint64_t) : sizeof(void *));
-	if (!w || !arg) {
+	struct wait_ticket *t = calloc(1, sizeof *t);
+	if (!w || !t) {
 		free(w);
-		free(arg);
+		free(t);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
@@ -552,13 +560,14 @@ static void start_wait(struct mount *m, fuse_req_t req, const char *id, size_t s
 	w->key = ++m->next_key;
 	w->next = m->waits;
 	m->waits = w;
-	arg[0] = m;
-	((uint64_t *)arg)[1] = w->key;
+	t->m = m;
+	t->key = w->key;
+	w->ticket = t;
 	char status[64];
 	uint64_t handle = 0;
 	/* Registered under wait_lock: wait_done blocks on it until w->handle
 	 * is set. */
-	int rc = runs_wait(m->runs, id, wait_done, arg, status, sizeof status, &handle);
+	int rc = runs_wait(m->runs, id, wait_done, t, status, sizeof status, &handle);
 	w->handle = handle;
 	if (rc != 1)
 		wait_take(m, w->key);
@@ -567,7 +576,7 @@ static void start_wait(struct mount *m, fuse_req_t req, const char *id, size_t s
 		fuse_req_interrupt_func(req, wait_interrupted, (void *)(uintptr_t)w->key);
 		return;
 	}
-	free(arg);
+	free(t);
 	free(w);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
@@ -791,6 +800,11 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	int rc = runs_remove(m->runs, name);
+	char path[4096], ppath[4096];
+	/* The kernel keeps the removed directory dead: a run made again under
+	 * its name needs a new inode. */
+	if (rc == 0 && child_path(m, parent, name, path, sizeof path, ppath, sizeof ppath) == 0)
+		nodes_unlink(&m->nodes, path);
 	fuse_reply_err(req, rc < 0 ? -rc : 0);
 }
 
@@ -881,7 +895,6 @@ static const struct fuse_lowlevel_ops ops = {
 	.read = op_read,
 	.release = op_release,
 	.write = op_write,
-	.flush = op_flush,
 	.readdir = op_readdir,
 	.readdirplus = op_readdirplus,
 	.mkdir = op_mkdir,

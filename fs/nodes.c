@@ -29,8 +29,10 @@ static size_t slot_ino(const struct nodes *t, uint64_t ino)
 static void link_node(struct nodes *t, struct node *n)
 {
 	size_t a = slot_path(t, n->path), b = slot_ino(t, n->ino);
-	n->next_path = t->by_path[a];
-	t->by_path[a] = n;
+	if (!n->unlinked) {
+		n->next_path = t->by_path[a];
+		t->by_path[a] = n;
+	}
 	n->next_ino = t->by_ino[b];
 	t->by_ino[b] = n;
 }
@@ -44,18 +46,19 @@ static int grow(struct nodes *t)
 		free(bi);
 		return -1;
 	}
-	struct node **op = t->by_path;
-	free(t->by_ino);
+	/* Every node is in by_ino; an unlinked one is in by_path no more. */
+	struct node **oi = t->by_ino;
+	free(t->by_path);
 	t->by_path = bp;
 	t->by_ino = bi;
 	t->nbuckets = old * 2;
 	for (size_t i = 0; i < old; i++) {
-		for (struct node *n = op[i], *next; n; n = next) {
-			next = n->next_path;
+		for (struct node *n = oi[i], *next; n; n = next) {
+			next = n->next_ino;
 			link_node(t, n);
 		}
 	}
-	free(op);
+	free(oi);
 	return 0;
 }
 
@@ -106,9 +109,9 @@ int nodes_init(struct nodes *t)
 
 void nodes_destroy(struct nodes *t)
 {
-	for (size_t i = 0; t->by_path && i < t->nbuckets; i++) {
-		for (struct node *n = t->by_path[i], *next; n; n = next) {
-			next = n->next_path;
+	for (size_t i = 0; t->by_ino && i < t->nbuckets; i++) {
+		for (struct node *n = t->by_ino[i], *next; n; n = next) {
+			next = n->next_ino;
 			free(n->path);
 			free(n);
 		}
@@ -124,7 +127,7 @@ int nodes_path(struct nodes *t, uint64_t ino, char *buf, size_t size)
 	pthread_mutex_lock(&t->lock);
 	struct node *n = find_ino(t, ino);
 	int rc = -ENOENT;
-	if (n)
+	if (n && !n->unlinked)
 		rc = snprintf(buf, size, "%s", n->path) < (int)size ? 0 : -ENAMETOOLONG;
 	pthread_mutex_unlock(&t->lock);
 	return rc;
@@ -174,6 +177,21 @@ uint64_t nodes_find(struct nodes *t, const char *path)
 	return ino;
 }
 
+static void unlink_chain(struct node **head, struct node *n, bool by_path);
+
+void nodes_unlink(struct nodes *t, const char *path)
+{
+	pthread_mutex_lock(&t->lock);
+	struct node **head = &t->by_path[slot_path(t, path)];
+	for (struct node *n = *head; n; n = n->next_path)
+		if (strcmp(n->path, path) == 0) {
+			unlink_chain(head, n, true);
+			n->unlinked = true;
+			break;
+		}
+	pthread_mutex_unlock(&t->lock);
+}
+
 static void unlink_chain(struct node **head, struct node *n, bool by_path)
 {
 	for (struct node **pp = head; *pp; pp = by_path ? &(*pp)->next_path : &(*pp)->next_ino) {
@@ -191,7 +209,8 @@ void nodes_forget(struct nodes *t, uint64_t ino, uint64_t count)
 	if (n && ino != 1) {
 		n->nlookup = n->nlookup > count ? n->nlookup - count : 0;
 		if (n->nlookup == 0) {
-			unlink_chain(&t->by_path[slot_path(t, n->path)], n, true);
+			if (!n->unlinked)
+				unlink_chain(&t->by_path[slot_path(t, n->path)], n, true);
 			unlink_chain(&t->by_ino[slot_ino(t, n->ino)], n, false);
 			t->count--;
 			free(n->path);

@@ -5,6 +5,7 @@
 #define SKILLFS_NODES_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,6 +15,7 @@ struct node {
 	uint64_t nlookup;
 	char *path;       /* relative to the root, "" for the root */
 	const char *name; /* last component, inside path */
+	bool unlinked;    /* removed (rmdir): names nothing, kept for FORGET */
 	struct node *next_path, *next_ino; /* hash chains */
 };
 
@@ -39,6 +41,11 @@ void nodes_destroy(struct nodes *t);
 /* The path of inode ino copied into buf (size bytes). Returns 0, -ENOENT
  * for an unknown inode, or -ENAMETOOLONG. */
 int nodes_path(struct nodes *t, uint64_t ino, char *buf, size_t size);
+
+/* The directory at path was removed: its node no longer has a path (the
+ * kernel holds it as a dead directory until it forgets it), so a
+ * directory made again under that name gets a new inode number. */
+void nodes_unlink(struct nodes *t, const char *path);
 
 /* The node for parent/name, created if new, with its lookup count raised
  * by one. Returns its inode, or 0 on ENOMEM. */

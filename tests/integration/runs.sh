@@ -192,6 +192,10 @@ test_rmdir_and_cancel() {
 	busy=$(new_run) && queued=$(new_run) || { fail "mkdir failed"; return; }
 	echo "slow" >"$MNT/runs/$busy/prompt"
 	echo "next" >"$MNT/runs/$queued/prompt"
+	# A reader given up on (a signal) is released at once, leaving nothing
+	# behind (the sanitizer build checks for leaks at unmount).
+	timeout 0.3 cat "$MNT/runs/$busy/wait" >/dev/null
+	assert_eq 124 "$?" "an interrupted wait reader is released by its signal"
 	expect_fail "Device or resource busy" rmdir "$MNT/runs/$busy"
 	echo cancel >"$MNT/runs/$queued/ctl"
 	assert_eq cancelled "$(cat "$MNT/runs/$queued/wait")" "cancelled while queued"
@@ -487,11 +491,117 @@ JSON
 	echo approve >"$MNT/runs/$id/ctl"
 	assert_eq waiting_for_input "$(cat "$MNT/runs/$id/wait")" "then the question"
 	grep -q "Which colour?" "$MNT/runs/$id/pending" || fail "pending: $(cat "$MNT/runs/$id/pending")"
+	# Refused by the write itself: bash's echo does not see an error at close.
+	expect_fail "Invalid argument" bash -c "printf 'bl\\xffue\\n' > '$MNT/runs/$id/input'"
+	assert_eq waiting_for_input "$(cat "$MNT/runs/$id/status")" "a refused answer changes nothing"
 	echo blue >"$MNT/runs/$id/input"
 	assert_eq completed "$(cat "$MNT/runs/$id/wait")" "after the answer"
 	[ ! -e "$MNT/runs/$id/pending" ] || fail "pending left after the run ended"
 	grep -q "blue" "$MNT/runs/$id/messages.json" || fail "the answer did not reach the model"
 	grep -q '"type":"tool_call"' "$MNT/runs/$id/events" || fail "no tool_call event"
+}
+
+# The run starts when the last writer closes the prompt: a shell closes a
+# copy of the descriptor in each command of `{ ...; } > prompt`.
+test_prompt_written_by_several_commands() {
+	write_config "$echo_model" 2
+	start_with || return
+	local id
+	id=$(new_run) || return
+	printf 'body line %s\n' 1 2 3 >"$T/body.txt"
+	{
+		echo "Header:"
+		cat "$T/body.txt"
+		sh -c 'sleep 0.2; echo middle'
+		echo "Footer"
+	} >"$MNT/runs/$id/prompt" || fail "writing the prompt failed"
+	assert_eq completed "$(cat "$MNT/runs/$id/wait")" "the run ends"
+	local want
+	want=$(printf 'Header:\nbody line 1\nbody line 2\nbody line 3\nmiddle\nFooter')
+	grep -qF "Footer" "$MNT/runs/$id/result" || fail "the run started before the prompt was whole: $(cat "$MNT/runs/$id/result")"
+	python3 - "$MNT/runs/$id/messages.json" "$want" <<'PY' || fail "the model got another prompt"
+import json, sys
+msgs = json.load(open(sys.argv[1]))
+users = [m["content"] for m in msgs if m["role"] == "user"]
+assert users == [sys.argv[2] + "\n"], users
+PY
+	# A second descriptor that may write, closed first, starts nothing.
+	id=$(new_run) || return
+	python3 - "$MNT/runs/$id" <<'PY' || fail "a close of one of two writers started the run"
+import os, sys, time
+d = sys.argv[1]
+a = os.open(f"{d}/prompt", os.O_WRONLY | os.O_TRUNC)
+os.write(a, b"first half, ")
+b = os.open(f"{d}/prompt", os.O_RDWR)
+os.close(b)
+time.sleep(0.1)
+assert open(f"{d}/status").read() == "created\n", open(f"{d}/status").read()
+os.write(a, b"second half\n")
+os.close(a)
+PY
+	assert_eq completed "$(cat "$MNT/runs/$id/wait")" "the last close starts the run"
+	grep -qF "first half, second half" "$MNT/runs/$id/result" || fail "result: $(cat "$MNT/runs/$id/result")"
+}
+
+test_prompt_and_skills_edits_are_whole() {
+	write_config "$echo_model" 2
+	start_with || return
+	local id
+	id=$(new_run) || return
+	# A write past the end would leave NUL bytes: refused, not cut short.
+	python3 - "$MNT/runs/$id/prompt" <<'PY' || fail "a write past the end was not refused with EINVAL"
+import errno, os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY)
+os.write(fd, b"hello")
+try:
+    os.pwrite(fd, b"world", 10)
+except OSError as e:
+    assert e.errno == errno.EINVAL, e
+else:
+    raise SystemExit("pwrite past the end succeeded")
+os.close(fd)
+PY
+	assert_eq created "$(cat "$MNT/runs/$id/status")" "a refused prompt starts nothing"
+	# After a refusal, the prompt written again from its start runs.
+	expect_fail "File too large" bash -c "printf '%5000s' x > '$MNT/runs/$id/prompt'"
+	echo "small" >>"$MNT/runs/$id/prompt"
+	assert_eq completed "$(cat "$MNT/runs/$id/wait")" "a prompt written again after a refusal runs"
+	grep -q small "$MNT/runs/$id/result" || fail "result: $(cat "$MNT/runs/$id/result")"
+	# Emptying skills clears the forced skills.
+	id=$(new_run) || return
+	echo free >"$MNT/runs/$id/skills"
+	: >"$MNT/runs/$id/skills"
+	assert_eq "" "$(cat "$MNT/runs/$id/skills")" "skills after truncating"
+	exec 7<"$MNT/runs/$id/skills"
+	echo free >"$MNT/runs/$id/skills"
+	truncate -s 0 "$MNT/runs/$id/skills"
+	assert_eq "" "$(cat <&7)" "an open skills file reads what truncate left"
+	exec 7<&-
+	echo go >"$MNT/runs/$id/prompt"
+	cat "$MNT/runs/$id/wait" >/dev/null
+	python3 - "$MNT/runs/$id/info.json" <<'PY' || fail "info.json: $(cat "$MNT/runs/$id/info.json")"
+import json, sys
+i = json.load(open(sys.argv[1]))
+assert i["forced_skills"] == [], i
+PY
+}
+
+test_removed_run_id_comes_back_fresh() {
+	write_config "$echo_model" 2
+	start_with || return
+	local id
+	id=$(new_run) || return
+	rmdir "$MNT/runs/$id" || { fail "rmdir of a created run failed"; return; }
+	[ "$(cat "$MNT/runs/new")" != "$id" ] || fail "runs/new offers the id of a removed run"
+	# The same name made again while something holds the old directory.
+	mkdir "$MNT/runs/$id" || { fail "mkdir again failed"; return; }
+	exec 6<"$MNT/runs/$id/status"
+	rmdir "$MNT/runs/$id" || fail "rmdir with a file open failed"
+	mkdir "$MNT/runs/$id" || fail "mkdir with the old one still open failed"
+	assert_eq created "$(cat "$MNT/runs/$id/status")" "the new run's status"
+	echo "again" >"$MNT/runs/$id/prompt" || fail "writing the new run's prompt failed"
+	assert_eq completed "$(cat "$MNT/runs/$id/wait")" "the new run completes"
+	exec 6<&-
 }
 
 run_tests
