@@ -120,10 +120,15 @@ test_writes_beside_config_leave_watcher_asleep() {
 	setup 24000
 	start || return
 	local t tid= before after i
-	for t in /proc/"$DAEMON_PID"/task/*; do
-		[ "$(cat "$t/comm")" = skillfs-watch ] && tid=$t
+	# The watcher thread starts beside the mount: give it a moment.
+	for _ in $(seq 1 100); do
+		for t in /proc/"$DAEMON_PID"/task/*; do
+			[ "$(cat "$t/comm" 2>/dev/null)" = skillfs-watch ] && tid=$t
+		done
+		[ -n "$tid" ] && break
+		sleep 0.02
 	done
-	[ -n "$tid" ] || { fail "no skillfs-watch thread"; return; }
+	[ -n "$tid" ] || { fail "no skillfs-watch thread within 2 s"; return; }
 	sleep 0.5 # its start-up rescan is over
 	before=$(awk '/^voluntary_ctxt_switches/ {print $2}' "$tid/status")
 	exec 7>>"$T/held.log"
