@@ -193,6 +193,16 @@ int main(int argc, char **argv)
 		   (cli.state && !(state = absolute(cli.state, false, "state database")))) {
 		status = 1;
 	} else {
+		/* What check would warn about (a mistyped key, a source that
+		 * cannot be read) is said once here too; the mount shows it in
+		 * every configuration's warnings file. */
+		struct snapshot *s = engine_snapshot(e);
+		const struct config *c = snapshot_config(s);
+		for (size_t i = 0; i < c->warnings.n; i++)
+			fprintf(stderr, "skillfs: warning: %s\n", c->warnings.items[i]);
+		for (size_t i = 0; s->catalog && i < s->catalog->warnings.n; i++)
+			fprintf(stderr, "skillfs: warning: %s\n", s->catalog->warnings.items[i]);
+		snapshot_unref(s);
 		struct mount_options mo = {
 			.mountpoint = mountpoint,
 			.foreground = cli.foreground,

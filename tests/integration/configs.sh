@@ -32,6 +32,24 @@ CFG
 
 start() { start_mount -c "$T/config.yaml" --state "$T/state.db"; }
 
+# A mistyped key (a security setting that silently does nothing) and a
+# source that cannot be read are said on stderr at start and shown in
+# every configuration's warnings.
+test_config_warnings_are_shown() {
+	setup 24000
+	sed -i 's/^sources: .*/sources: [{path: skills, trust: first_party}, {path: missing}]/' "$T/config.yaml"
+	echo "skils: {minTrustLevel: first_party}" >>"$T/config.yaml"
+	start || return
+	local w
+	w=$(cat "$MNT/configs/main/warnings")
+	case "$w" in *"unknown key 'skils'"*) ;; *) fail "warnings lack the unknown key: [$w]" ;; esac
+	case "$w" in *"missing"*) ;; *) fail "warnings lack the missing source: [$w]" ;; esac
+	grep -q "skillfs: warning: .*unknown key 'skils'" "$DAEMON_LOG" ||
+		fail "no warning on stderr: $(cat "$DAEMON_LOG")"
+	assert_eq "$(wc -c <"$MNT/configs/main/warnings")" "$(stat -c %s "$MNT/configs/main/warnings")" \
+		"warnings size"
+}
+
 test_allowed_tools_follow_skill_edit() {
 	setup 24000
 	start || return
