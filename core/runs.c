@@ -83,11 +83,10 @@ struct runs {
 	runs_change_fn change_fn;
 	void *change_arg;
 
-	/* What runs/new shows: stable until a run takes it, so a file that is
-	 * read twice (tar, an editor) does not change under the reader. */
-	char next_id[RUN_ID_MAX + 1];
-	struct timespec next_id_time;
 	struct timespec listing_changed; /* runs/ mtime: a run came or went */
+	struct timespec opened; /* runs/new's mtime: its content is new at
+				   each read, its attributes never change (tar
+				   checks them around a read) */
 };
 
 /* ---- the table of runs (call with lock held) ---- */
@@ -279,8 +278,9 @@ bool runs_id_valid(const char *id)
 }
 
 /* A new id from the clock and a little randomness: sorts by creation time
- * in `ls runs`. Called with the lock held. */
-static void make_id(struct runs *r)
+ * in `ls runs`, and scripts that read runs/new at the same moment get
+ * different ids (24 random bits). Called with the lock held. */
+static void make_id(struct runs *r, char *out, size_t size, struct timespec *when)
 {
 	do {
 		struct timespec ts;
@@ -293,22 +293,21 @@ static void make_id(struct runs *r)
 			rnd[1] = (unsigned char)(ts.tv_nsec >> 8);
 			rnd[2] = (unsigned char)(ts.tv_nsec >> 16);
 		}
-		snprintf(r->next_id, sizeof r->next_id, "%04d%02d%02d-%02d%02d%02d-%02x%02x%02x",
-			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-			 tm.tm_sec, rnd[0], rnd[1], rnd[2]);
-		r->next_id_time = ts;
-	} while (run_find(r, r->next_id));
+		snprintf(out, size, "%04d%02d%02d-%02d%02d%02d-%02x%02x%02x", tm.tm_year + 1900,
+			 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, rnd[0], rnd[1],
+			 rnd[2]);
+		*when = ts;
+	} while (run_find(r, out));
 }
 
 void runs_new_id(struct runs *r, char *out, size_t size, struct timespec *mtime)
 {
+	struct timespec when;
 	pthread_mutex_lock(&r->lock);
-	if (!r->next_id[0] || run_find(r, r->next_id))
-		make_id(r);
-	snprintf(out, size, "%s", r->next_id);
-	if (mtime)
-		*mtime = r->next_id_time;
+	make_id(r, out, size, &when);
 	pthread_mutex_unlock(&r->lock);
+	if (mtime)
+		*mtime = r->opened;
 }
 
 /* ---- the workers ---- */
@@ -498,6 +497,7 @@ struct runs *runs_open(struct engine *e, const char *state_path, char **err)
 		goto oom;
 	r->engine = e;
 	clock_gettime(CLOCK_REALTIME, &r->listing_changed);
+	r->opened = r->listing_changed;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->work, NULL);
 	r->next_handle = 1;
@@ -675,9 +675,6 @@ int runs_create(struct runs *r, const char *id)
 	}
 	if (rc == 0) {
 		clock_gettime(CLOCK_REALTIME, &r->listing_changed);
-		/* Taken: never offered again, even once this run is removed. */
-		if (strcmp(id, r->next_id) == 0)
-			r->next_id[0] = '\0';
 	}
 	pthread_mutex_unlock(&r->lock);
 	if (rc == 0)

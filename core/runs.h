@@ -64,8 +64,10 @@ bool runs_id_valid(const char *id);
 int runs_create(struct runs *r, const char *id);
 /* rmdir runs/<id>: -ENOENT, or -EBUSY while the run is active. */
 int runs_remove(struct runs *r, const char *id);
-/* A fresh id no run uses (creates nothing), NUL-terminated. It stays the
- * same until a run takes it; *mtime (may be NULL) says since when. */
+/* A fresh id no run uses (creates nothing), NUL-terminated, new at each
+ * call: scripts reading runs/new at once get different ids. Every id has
+ * the same length (what stat says of runs/new); *mtime (may be NULL) is
+ * the same for all (the run manager's start). */
 void runs_new_id(struct runs *r, char *out, size_t size, struct timespec *mtime);
 /* Every run id, sorted. */
 int runs_list(struct runs *r, struct strlist *out);

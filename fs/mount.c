@@ -299,6 +299,15 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 }
 
 
+/* Answers a read of size bytes at off from data[0..len). */
+static void reply_range(fuse_req_t req, const char *data, size_t len, size_t size, off_t off)
+{
+	if ((size_t)off >= len)
+		fuse_reply_buf(req, NULL, 0);
+	else
+		fuse_reply_buf(req, data + off, len - (size_t)off < size ? len - (size_t)off : size);
+}
+
 static void read_run_file(struct mount *m, fuse_req_t req, struct run_open *ro,
 			  const char *path, const char *id, size_t size, off_t off)
 {
@@ -323,10 +332,26 @@ static void read_run_file(struct mount *m, fuse_req_t req, struct run_open *ro,
 	}
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
-	else if ((size_t)off >= ro->len)
-		fuse_reply_buf(req, NULL, 0);
 	else
-		fuse_reply_buf(req, ro->data + off, ro->len - (size_t)off < size ? ro->len - (size_t)off : size);
+		reply_range(req, ro->data, ro->len, size, off);
+}
+
+/* runs/new: one fresh id per open, kept for that open's reads, so each
+ * `cat runs/new` gets its own and a reader reading twice sees one. */
+static void read_new_id(struct mount *m, fuse_req_t req, struct run_open *ro, size_t size,
+			off_t off)
+{
+	if (!ro->have) {
+		struct snapshot *s = engine_snapshot(m->engine);
+		int rc = view_read_all(s, "runs/new", &ro->data, &ro->len);
+		snapshot_unref(s);
+		if (rc < 0) {
+			fuse_reply_err(req, -rc);
+			return;
+		}
+		ro->have = true;
+	}
+	reply_range(req, ro->data, ro->len, size, off);
 }
 
 static void run_open_free(struct mount *m, struct run_open *ro)
@@ -372,6 +397,10 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct run_open *ro = (struct run_open *)(uintptr_t)fi->fh;
 	if (ro && m->runs && view_run_of(path, id, sizeof id)) {
 		read_run_file(m, req, ro, path, id, size, off);
+		return;
+	}
+	if (ro && strcmp(path, "runs/new") == 0) {
+		read_new_id(m, req, ro, size, off);
 		return;
 	}
 	char *buf = malloc(size ? size : 1);
@@ -482,11 +511,7 @@ static void reply_status(fuse_req_t req, const char *status, size_t size, off_t 
 {
 	char text[64];
 	int n = snprintf(text, sizeof text, "%s\n", status);
-	size_t len = n < 0 ? 0 : (size_t)n;
-	if ((size_t)off >= len)
-		fuse_reply_buf(req, NULL, 0);
-	else
-		fuse_reply_buf(req, text + off, len - (size_t)off < size ? len - (size_t)off : size);
+	reply_range(req, text, n < 0 ? 0 : (size_t)n, size, off);
 }
 
 static struct wait_req *wait_take(struct mount *m, uint64_t key)

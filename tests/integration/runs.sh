@@ -54,13 +54,21 @@ test_echo_run_reads_result() {
 	write_config "$echo_model" 2
 	start_with || return
 	assert_eq "new" "$(ls "$MNT/runs")" "runs/ holds only new before any run"
-	local a id
+	local a b id
 	a=$(cat "$MNT/runs/new")
-	cat "$MNT/runs/new" >/dev/null
+	b=$(cat "$MNT/runs/new")
 	assert_eq "new" "$(ls "$MNT/runs")" "reading runs/new created something"
+	[ "$a" != "$b" ] || fail "two reads of runs/new gave the same id $a"
+	assert_eq "$(stat -c %s "$MNT/runs/new")" "$(printf '%s\n' "$a" | wc -c)" "runs/new size"
+	mkdir "$MNT/runs/$a" || fail "mkdir of the id runs/new offered failed"
+	rmdir "$MNT/runs/$a"
 	id=$(new_run) || { fail "mkdir failed"; return; }
-	assert_eq "$a" "$id" "mkdir takes the id runs/new offered"
-	[ "$(cat "$MNT/runs/new")" != "$id" ] || fail "runs/new still offers a taken id"
+	[ "$(cat "$MNT/runs/new")" != "$id" ] || fail "runs/new offers a taken id"
+	# Scripts starting runs side by side each get their own id.
+	local made
+	made=$(seq 1 16 | xargs -P 8 -I{} sh -c 'id=$(cat "$1/runs/new") && mkdir "$1/runs/$id" && echo ok' _ "$MNT" |
+		grep -c ok)
+	assert_eq 16 "$made" "runs made by 16 scripts at once"
 	assert_eq created "$(cat "$MNT/runs/$id/status")" "status after mkdir"
 	echo "hello skillfs" >"$MNT/runs/$id/prompt"
 	assert_eq completed "$(cat "$MNT/runs/$id/wait")" "wait returns the final status"
