@@ -203,16 +203,19 @@ int main(int argc, char **argv)
 		for (size_t i = 0; s->catalog && i < s->catalog->warnings.n; i++)
 			fprintf(stderr, "skillfs: warning: %s\n", s->catalog->warnings.items[i]);
 		snapshot_unref(s);
+		uint64_t listings = 0;
 		struct mount_options mo = {
 			.mountpoint = mountpoint,
 			.foreground = cli.foreground,
 			.debug = cli.debug,
 			.fuse_opts = cli.fuse_opts,
 			.state_path = state,
+			.listings = &listings,
 		};
 		status = mount_run(e, &mo);
 		if (getenv("SKILLFS_STATS"))
-			fprintf(stderr, "skillfs: stats: resolutions_built=%llu\n",
+			fprintf(stderr, "skillfs: stats: listings_taken=%llu resolutions_built=%llu\n",
+				(unsigned long long)listings,
 				(unsigned long long)engine_resolutions_built(e));
 	}
 	free(mountpoint);

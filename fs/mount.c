@@ -56,6 +56,17 @@ struct run_note {
 	struct run_note *next;
 };
 
+/* A directory's listing kept between the READDIR requests that read it:
+ * one too big for a reply takes several, and listing it again for each
+ * made `ls` of n entries cost O(n^2). */
+#define LISTINGS_KEPT 8
+struct listing {
+	fuse_ino_t ino; /* 0: free */
+	struct view_dirent *ents;
+	size_t n;
+	uint64_t used; /* when last read, for eviction */
+};
+
 struct mount {
 	struct engine *engine;
 	struct runs *runs;
@@ -83,6 +94,10 @@ struct mount {
 	/* Files open under runs/ (the request thread's alone): freed at
 	 * release, or at exit for those still open then. */
 	struct run_open *opens;
+	/* Listings being read (the request thread's alone), see do_readdir. */
+	struct listing listings[LISTINGS_KEPT];
+	uint64_t listing_clock;  /* counts READDIRs: struct listing.used */
+	uint64_t listings_taken; /* for the stats */
 };
 
 static struct mount *M(fuse_req_t req)
@@ -418,25 +433,60 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	free(buf);
 }
 
+static void listing_drop(struct listing *l)
+{
+	view_dirents_free(l->ents, l->n);
+	*l = (struct listing){ 0 };
+}
+
+/* The listing of ino for a READDIR at off: taken afresh at offset 0 (an
+ * opendir or a rewinddir: it shows what is there now), else the one kept
+ * since, or taken again when it was evicted (the least recently read of
+ * LISTINGS_KEPT goes). NULL with *rc on error. */
+static struct listing *listing_for(struct mount *m, fuse_ino_t ino, const char *path,
+				   struct snapshot *s, off_t off, int *rc)
+{
+	struct listing *l = NULL, *oldest = &m->listings[0];
+	for (size_t i = 0; i < LISTINGS_KEPT; i++) {
+		struct listing *c = &m->listings[i];
+		if (c->ino == ino)
+			l = c;
+		if (c->used < oldest->used)
+			oldest = c;
+	}
+	if (!l || off == 0) {
+		struct view_dirent *ents = NULL;
+		size_t n = 0;
+		*rc = view_readdir(s, path, &ents, &n);
+		if (*rc < 0)
+			return NULL;
+		if (!l)
+			l = oldest;
+		listing_drop(l);
+		*l = (struct listing){ .ino = ino, .ents = ents, .n = n };
+		m->listings_taken++;
+	}
+	l->used = ++m->listing_clock;
+	return l;
+}
+
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
 {
 	struct mount *m = M(req);
 	char path[4096];
 	int rc = nodes_path(&m->nodes, ino, path, sizeof path);
-	struct view_dirent *ents = NULL;
-	size_t n = 0;
 	struct snapshot *s = engine_snapshot(m->engine);
-	if (rc == 0)
-		rc = view_readdir(s, path, &ents, &n);
-	if (rc < 0) {
+	struct listing *l = rc == 0 ? listing_for(m, ino, path, s, off, &rc) : NULL;
+	if (!l) {
 		snapshot_unref(s);
 		fuse_reply_err(req, -rc);
 		return;
 	}
+	const struct view_dirent *ents = l->ents;
+	size_t n = l->n;
 	char *buf = malloc(size);
 	if (!buf) {
 		snapshot_unref(s);
-		view_dirents_free(ents, n);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
@@ -485,7 +535,9 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 					       (off_t)i + 1);
 	}
 	snapshot_unref(s);
-	view_dirents_free(ents, n);
+	/* Read to its end: nothing more will be asked of it. */
+	if ((size_t)off >= n + 2)
+		listing_drop(l);
 	fuse_reply_buf(req, buf, used);
 	free(buf);
 }
@@ -1155,6 +1207,10 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 	/* Files still open when the loop ended get no release. */
 	while (m.opens)
 		run_open_free(&m, m.opens);
+	for (size_t i = 0; i < LISTINGS_KEPT; i++)
+		listing_drop(&m.listings[i]);
+	if (opt->listings)
+		*opt->listings = m.listings_taken;
 out_unmount:
 	fuse_session_unmount(m.se);
 out_session:

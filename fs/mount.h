@@ -5,6 +5,7 @@
 #define SKILLFS_MOUNT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "engine.h"
 
@@ -14,6 +15,8 @@ struct mount_options {
 	bool debug;
 	const char *fuse_opts; /* extra -o options, comma separated, or NULL */
 	const char *state_path; /* the run database; NULL = the default */
+	uint64_t *listings;     /* if set, gets how many directory listings were
+				 * taken (one per opendir or rewinddir), for the stats */
 };
 
 /* Mounts, serves requests until unmounted or signalled (SIGINT, SIGTERM,
