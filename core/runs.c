@@ -971,7 +971,7 @@ static int run_file(struct runs *r, const struct run_view *v, const struct run_r
 		f->perm = runstate_is_terminal(v->state) ? 0444 : 0644;
 	} else if (strcmp(name, "input") == 0) {
 		f->perm = v->state == RUNSTATE_WAITING_FOR_INPUT ? 0644 : 0444;
-		if (row->input)
+		if (row->input && row->input[0]) /* "" until a question is answered */
 			rc = text_with_newline(out, row->input);
 	} else if (strcmp(name, "info.json") == 0) {
 		return render_info(r, row, out);

@@ -502,6 +502,7 @@ JSON
 	# Refused by the write itself: bash's echo does not see an error at close.
 	expect_fail "Invalid argument" bash -c "printf 'bl\\xffue\\n' > '$MNT/runs/$id/input'"
 	assert_eq waiting_for_input "$(cat "$MNT/runs/$id/status")" "a refused answer changes nothing"
+	assert_eq 0 "$(stat -c %s "$MNT/runs/$id/input")" "input before an answer is empty"
 	echo blue >"$MNT/runs/$id/input"
 	assert_eq completed "$(cat "$MNT/runs/$id/wait")" "after the answer"
 	[ ! -e "$MNT/runs/$id/pending" ] || fail "pending left after the run ended"
