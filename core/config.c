@@ -852,6 +852,9 @@ static int parse_configurations(struct ctx *x, const yaml_node_t *n)
 		if (!config_name_ok(name))
 			return fail(x, kn, k, "bad configuration name '%.64s': use 1-64 of "
 				    "A-Za-z0-9._- (not '.' or '..')", name);
+		if (strcmp(name, CONFIG_ERROR_NAME) == 0)
+			return fail(x, kn, k, "bad configuration name '%s': it is reserved "
+				    "for the configs/%s file", name, CONFIG_ERROR_NAME);
 		if (config_find(c, name))
 			return fail(x, kn, k, "configuration defined twice");
 		struct configuration *cs = realloc(c->configs, (c->nconfigs + 1) * sizeof *cs);

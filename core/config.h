@@ -15,6 +15,10 @@
 #define CONFIG_DEFAULT_MODEL_TIMEOUT 120
 #define CONFIG_DEFAULT_PROMPT_MAX (1024 * 1024)
 
+/* The name under configs/ that holds the config file's reload error, so no
+ * configuration may take it. */
+#define CONFIG_ERROR_NAME "ERROR"
+
 enum exec_mode { EXEC_INLINE = 0, EXEC_SUBAGENT = 1 };
 
 struct source {

@@ -378,7 +378,7 @@ static int resolve(struct snapshot *s, const char *path, struct node *n)
 			n->type = VIEW_DIR;
 			return 0;
 		}
-		if (strcmp(p.c[1], "ERROR") == 0 && p.n == 2) {
+		if (strcmp(p.c[1], CONFIG_ERROR_NAME) == 0 && p.n == 2) {
 			if (!s->config_error)
 				return -ENOENT;
 			struct buf b = { 0 };
@@ -641,7 +641,7 @@ int view_readdir(struct snapshot *s, const char *path, struct view_dirent **ents
 		for (size_t i = 0; i < c->nconfigs && !a; i++)
 			a |= add(&l, c->configs[i].name, VIEW_DIR);
 		if (s->config_error)
-			a |= add(&l, "ERROR", VIEW_FILE);
+			a |= add(&l, CONFIG_ERROR_NAME, VIEW_FILE);
 		break;
 	}
 	case N_CONFIG:

@@ -484,6 +484,22 @@ static void test_S9_error_bad_configuration_name(void **state)
 	config_free(c);
 }
 
+/* configs/ERROR is the reload-error file (section 8), so a configuration of
+ * that name could never be seen: it is refused like any other bad name. */
+static void test_S9_error_configuration_named_ERROR_is_reserved(void **state)
+{
+	(void)state;
+	char *err = parse_err("configurations:\n  default: {skills: []}\n"
+			      "  ERROR: {skills: []}\n");
+	assert_prefix(err, "config.yaml:3: configurations.ERROR: ");
+	assert_contains(err, "bad configuration name 'ERROR': it is reserved");
+	free(err);
+	/* Only the exact name is reserved. */
+	struct config *c = parse_ok("configurations:\n  Error: {}\n  ERRORS: {}\n");
+	assert_int_equal(c->nconfigs, 2);
+	config_free(c);
+}
+
 static void test_S9_error_sources_not_a_list(void **state)
 {
 	(void)state;
@@ -815,6 +831,7 @@ int main(void)
 		cmocka_unit_test(test_S9_error_unknown_registered_tool),
 		cmocka_unit_test(test_S9_error_approval_tool_not_registered),
 		cmocka_unit_test(test_S9_error_bad_configuration_name),
+		cmocka_unit_test(test_S9_error_configuration_named_ERROR_is_reserved),
 		cmocka_unit_test(test_S9_error_sources_not_a_list),
 		cmocka_unit_test(test_S9_error_document_not_a_mapping),
 		cmocka_unit_test(test_S9_error_yaml_syntax),

@@ -30,6 +30,17 @@ test_check_bad_config_names_line_and_key() {
 	grep -q "execution_mode" <<<"$out" || fail "message lacks the key: $out"
 }
 
+# configs/ERROR is the reload-error file, so a configuration cannot be named so.
+test_check_refuses_configuration_named_ERROR() {
+	mkdir -p "$T/skills"
+	printf 'sources: [{path: skills}]\nconfigurations:\n  default: {skills: []}\n  ERROR: {skills: []}\n' >"$T/err.yaml"
+	local out rc=0
+	out=$("$SKILLFS" check -c "$T/err.yaml" 2>&1) || rc=$?
+	assert_eq 1 "$rc" "exit status with a configuration named ERROR"
+	grep -q "err.yaml:4: configurations.ERROR: bad configuration name 'ERROR'" <<<"$out" ||
+		fail "message lacks file:line, key or name: $out"
+}
+
 test_mount_refuses_bad_config() {
 	printf 'runs: {workers: lots}\n' >"$T/bad.yaml"
 	mkdir -p "$MNT"
