@@ -38,6 +38,29 @@ static int found_add(struct found_list *l, struct skill *s, size_t source)
 	return 0;
 }
 
+/* Adds s (taken) to out, unless its name cannot be listed (a directory
+ * name the skill fell back to): then it is dropped with a warning naming
+ * its directory in src. Returns 0 or -1 on ENOMEM. */
+static int found_add_listable(struct found_list *out, struct skill *s, size_t source,
+			      const struct source *src, struct strlist *warnings)
+{
+	const char *why = skill_name_unusable(s->name);
+	if (!why) {
+		if (found_add(out, s, source) == 0)
+			return 0;
+		skill_unref(s);
+		return -1;
+	}
+	char *q = skill_quote(s->dir_name);
+	int rc = q ? strlist_addf(warnings, "skill directory %s in %s is not listed: its "
+				  "name cannot be used (%s) and its front-matter gives no "
+				  "usable name", q, src->path, why)
+		   : -1;
+	free(q);
+	skill_unref(s);
+	return rc;
+}
+
 static int cmp_found(const void *a, const void *b)
 {
 	const struct found *x = a, *y = b;
@@ -179,11 +202,7 @@ static int scan_source(const struct source *src, size_t source, const struct reu
 		struct skill *sk;
 		if (load_skill_dir(src->path, ri, lim, dirty, &sk) < 0)
 			return -1;
-		if (sk && found_add(out, sk, source) < 0) {
-			skill_unref(sk);
-			return -1;
-		}
-		return 0;
+		return sk ? found_add_listable(out, sk, source, src, warnings) : 0;
 	}
 
 	DIR *d = opendir(src->path);
@@ -214,9 +233,9 @@ static int scan_source(const struct source *src, size_t source, const struct reu
 	for (size_t i = 0; job.skills && i < names.n; i++) {
 		if (!job.skills[i])
 			continue;
-		if (rc == 0 && found_add(out, job.skills[i], source) < 0)
-			rc = -1;
-		if (rc < 0)
+		if (rc == 0)
+			rc = found_add_listable(out, job.skills[i], source, src, warnings);
+		else
 			skill_unref(job.skills[i]);
 	}
 	free(job.skills);

@@ -28,13 +28,16 @@ struct catalog_entry {
 struct catalog {
 	struct catalog_entry *entries; /* sorted by name (strcmp) */
 	size_t n;
-	struct strlist warnings; /* duplicates across sources, unreadable sources */
+	struct strlist warnings; /* duplicates across sources, unreadable sources,
+	                            skills left out for an unusable name */
 };
 
 /* Scans every source of c. prev (may be NULL) lends skills whose SKILL.md
  * file identity is unchanged and whose directory is not in dirty (a sorted
  * list of skill directories that had other changes; may be NULL). A duplicate
- * name: the first source wins, the other is a warning. Returns NULL only on
+ * name: the first source wins, the other is a warning. A skill whose name
+ * cannot be used (skill_name_unusable: a directory name it fell back to) is
+ * left out, with a warning naming its directory. Returns NULL only on
  * ENOMEM. */
 struct catalog *catalog_build(const struct config *c, const struct catalog *prev,
 			      const struct skill_limits *lim,

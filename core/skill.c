@@ -115,6 +115,11 @@ static char *qs(const char *s)
 	return quoted(s, strlen(s));
 }
 
+char *skill_quote(const char *text)
+{
+	return qs(text ? text : "");
+}
+
 static int warnf(struct skill *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static int warnf(struct skill *s, const char *fmt, ...)
@@ -750,7 +755,8 @@ const char *skill_category_name(enum skill_category c)
 	return c == SKILL_KNOWLEDGE ? "knowledge" : "action";
 }
 
-/* D1: invalid, no prose, declared-empty allowed-tools. Takes msg. */
+/* D1: invalid, no prose, no front-matter fields, declared-empty
+ * allowed-tools. Takes msg. */
 static int set_invalid(struct skill *s, char *msg)
 {
 	if (!msg)
@@ -758,6 +764,20 @@ static int set_invalid(struct skill *s, char *msg)
 	s->valid = false;
 	free(s->error);
 	s->error = msg;
+	free(s->description);
+	free(s->license);
+	free(s->compatibility);
+	s->description = s->license = s->compatibility = NULL;
+	json_decref(s->metadata);
+	json_decref(s->arguments);
+	json_decref(s->frontmatter);
+	s->metadata = s->arguments = s->frontmatter = NULL;
+	tool_decl_free(&s->tools);
+	strlist_free(&s->sub_skill_refs);
+	s->inline_flag = -1;
+	s->category = SKILL_ACTION;
+	s->disable_model_invocation = false;
+	s->user_invocable = true;
 	tool_decl_free(&s->allowed_tools);
 	s->allowed_tools.declared = true;
 	free(s->body);
@@ -778,9 +798,7 @@ static int invalidf(struct skill *s, const char *fmt, ...)
 	return set_invalid(s, n < 0 ? NULL : m);
 }
 
-/* Whether a name can serve as one path component and one line of a
- * listing; returns why not, or NULL. */
-static const char *name_unusable(const char *n)
+const char *skill_name_unusable(const char *n)
 {
 	size_t len = strlen(n);
 	if (len == 0)
@@ -843,6 +861,9 @@ static int bool_key(struct skill *s, const json_t *fm, const char *key,
 		     "default (%s)", key, json_kind(v), *out ? "true" : "false");
 }
 
+#define NAME_RULES_BROKEN "name %s breaks the naming rules (1-64 of a-z, " \
+	"0-9 and '-', no leading, trailing or double hyphen)"
+
 static int read_name(struct skill *s, const json_t *fm)
 {
 	const json_t *v = json_object_get(fm, "name");
@@ -852,7 +873,7 @@ static int read_name(struct skill *s, const json_t *fm)
 		return warnf(s, "front-matter 'name' is %s, not a string; the skill "
 			     "takes its directory's name", json_kind(v));
 	const char *n = json_string_value(v);
-	const char *why = name_unusable(n);
+	const char *why = skill_name_unusable(n);
 	char *q = qs(n);
 	if (!q)
 		return OOM;
@@ -864,9 +885,7 @@ static int read_name(struct skill *s, const json_t *fm)
 		s->name = strdup(n);
 		r = s->name ? 0 : OOM;
 		if (!r && !skill_name_valid(n))
-			r = warnf(s, "name %s breaks the naming rules (1-64 of a-z, "
-				  "0-9 and '-', no leading, trailing or double "
-				  "hyphen)", q);
+			r = warnf(s, NAME_RULES_BROKEN, q);
 		if (!r && strcmp(n, s->dir_name) != 0) {
 			char *qd = qs(s->dir_name);
 			r = qd ? warnf(s, "name %s differs from the directory name %s",
@@ -1065,12 +1084,39 @@ static int parse_owned(struct skill *s, char *raw, size_t len,
 	return set_body(s, raw + body, len - body);
 }
 
+/* The checks read_name makes on a front-matter name, made on the
+ * directory's name when the skill takes it: an unusable one makes the skill
+ * invalid (or, when it already is, adds a warning), and a rule break is a
+ * warning. */
+static int check_dir_name(struct skill *s)
+{
+	const char *why = skill_name_unusable(s->name);
+	char *q = qs(s->name);
+	if (!q)
+		return OOM;
+	int r = 0;
+	if (why && s->valid)
+		r = invalidf(s, "the directory name %s cannot be used as a skill "
+			     "name (%s) and the front-matter gives no usable name; "
+			     "the skill is not listed", q, why);
+	else if (why)
+		r = warnf(s, "the directory name %s cannot be used as a skill name "
+			  "(%s); the skill is not listed", q, why);
+	else if (!skill_name_valid(s->name))
+		r = warnf(s, NAME_RULES_BROKEN, q);
+	free(q);
+	return r;
+}
+
 /* Gives s its final name: the front-matter name, else the directory's. */
 static int finish(struct skill *s)
 {
-	if (!s->name)
+	bool from_dir = !s->name;
+	if (from_dir)
 		s->name = strdup(s->dir_name);
 	if (!s->name)
+		return OOM;
+	if (from_dir && check_dir_name(s))
 		return OOM;
 	if (!s->valid)
 		return 0;
@@ -1193,6 +1239,39 @@ static struct skill *load_one(const char *dir, const char *dir_name,
 			      const char *parent, const struct skill_limits *lim,
 			      bool with_subs);
 
+/* Whether the directory sub-skill k (loaded after s's earlier subs, in
+ * directory-name order) is kept: 1 yes; 0 no, with a warning on s, when its
+ * name is unusable or an earlier sub-skill has it (the first by directory
+ * name is the one used); OOM. */
+static int keep_sub(struct skill *s, const struct skill *k)
+{
+	const char *why = skill_name_unusable(k->name);
+	const struct skill *first = NULL;
+	for (size_t i = 0; !why && !first && i < s->nsubs; i++)
+		if (strcmp(s->subs[i]->name, k->name) == 0)
+			first = s->subs[i];
+	if (!why && !first)
+		return 1;
+	char *pd = path_join("skills", k->dir_name);
+	char *pf = first ? path_join("skills", first->dir_name) : NULL;
+	char *qd = pd ? qs(pd) : NULL, *qn = qs(k->name);
+	char *qf = pf ? qs(pf) : NULL;
+	int r = OOM;
+	if (qd && qn && why)
+		r = warnf(s, "sub-skill %s is not loaded: its name %s cannot be "
+			  "used (%s)", qd, qn, why);
+	else if (qd && qn && qf)
+		r = warnf(s, "sub-skills %s and %s are both named %s; only %s (the "
+			  "first by directory name) is used, %s is not loaded",
+			  qf, qd, qn, qf, qd);
+	free(pd);
+	free(pf);
+	free(qd);
+	free(qn);
+	free(qf);
+	return r;
+}
+
 /* Loads <s->dir>/skills/<sub>/SKILL.md, one level, sorted by name. */
 static int load_subs(struct skill *s, const struct skill_limits *lim)
 {
@@ -1263,8 +1342,12 @@ static int load_subs(struct skill *s, const struct skill_limits *lim)
 		free(sub);
 		if (!k)
 			r = OOM;
-		else
+		else if ((r = keep_sub(s, k)) != 1)
+			skill_unref(k);
+		else {
 			s->subs[s->nsubs++] = k;
+			r = 0;
+		}
 	}
 	strlist_free(&names);
 	free(path);

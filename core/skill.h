@@ -111,19 +111,37 @@ struct skill {
  * has body "", frontmatter NULL and no front-matter fields; bytes over
  * file_max are not copied (raw NULL). A front-matter name that is empty,
  * over 64 bytes, "." or "..", or holds '/' or a control character is not
- * used (warning); other rule breaks keep the name with a warning. */
+ * used (warning); other rule breaks keep the name with a warning. A skill
+ * that takes dir_name gets the same checks: an unusable dir_name makes the
+ * skill invalid (a warning when it already is) and skill_name_unusable()
+ * non-NULL for its name, which callers must not list; a rule break is a
+ * warning. */
 struct skill *skill_parse(const char *dir_name, const char *dir,
 			  const char *bytes, size_t len,
 			  const struct skill_limits *lim);
 
 /* Loads <dir>/SKILL.md (O_NOFOLLOW-safe, size-limited) and, one level deep,
  * <dir>/skills/<sub>/SKILL.md as directory sub-skills. A missing or
- * unreadable file yields an invalid skill. Returns NULL only on ENOMEM. */
+ * unreadable file yields an invalid skill. Sub-skills have distinct, usable
+ * names: one whose name cannot be used, or whose name a sub-skill earlier
+ * in directory-name order already has, is not loaded, and the parent warns
+ * naming it (and the one kept). Returns NULL only on ENOMEM. */
 struct skill *skill_load(const char *dir, const struct skill_limits *lim);
 
 /* True when name obeys the Agent Skills name rules (1-64 of a-z 0-9 -, no
  * leading, trailing or double hyphen). */
 bool skill_name_valid(const char *name);
+
+/* Why name cannot serve as one path component and one line of a listing
+ * (empty, over 64 bytes, "." or "..", a '/' or a control character), as a
+ * short static phrase such as "it contains '/'"; NULL when it can. */
+const char *skill_name_unusable(const char *name);
+
+/* Untrusted text (a directory name, say) made fit for one line of a
+ * message: single-quoted, control characters and bytes that are not UTF-8
+ * as \xNN, cut after about 80 bytes. NULL text reads as "". Returns a new
+ * string, or NULL on ENOMEM. */
+char *skill_quote(const char *text);
 
 /* Parses one allowed-tools item such as "Read" or "Bash(git diff:*)" into
  * g (lower-cased tool, pattern or NULL, raw copy). Returns 0, or -1 on

@@ -754,6 +754,50 @@ static void test_D1_invalid_skill_is_listed(void **state)
 	config_free(c);
 }
 
+/* Section 2: a skill that takes its directory's name gets the checks a
+ * front-matter name gets. A name that cannot be one path component and one
+ * line (a control character here) keeps the skill out of the catalogue with
+ * a warning naming the directory safely, whether or not the file parses;
+ * a name that only breaks the naming rules is kept with the same warning a
+ * front-matter name gets. */
+static void test_sec2_unusable_directory_name_is_not_listed(void **state)
+{
+	const char *root = *state;
+	const char *dirs[] = { root };
+	make_skill(root, "evil\ninjected", "no fm\n");
+	make_skill(root, "bad\x01yaml", "---\ndescription: [unclosed\n---\n");
+	make_skill(root, "good", skill_md("good", NULL));
+	make_skill(root, "\xC3\x9Cn\xC3\xAF", "no fm\n"); /* "\u00DCn\u00EF" */
+	make_skill(root, "x<y>&", "no fm\n");
+	/* A usable front-matter name wins over an unusable directory name. */
+	make_skill(root, "named\tdir", skill_md("named", NULL));
+	struct config *c = default_config(dirs, 1);
+	struct catalog *cat = build(c, NULL, NULL);
+	assert_int_equal(cat->n, 4);
+	assert_null(catalog_find(cat, "evil\ninjected"));
+	assert_null(catalog_find(cat, "bad\x01yaml"));
+	for (size_t i = 0; i < cat->n; i++)
+		assert_null(skill_name_unusable(cat->entries[i].skill->name));
+	assert_true(must_find(cat, "good")->skill->valid);
+	assert_true(must_find(cat, "named")->skill->valid);
+	assert_int_equal(cat->warnings.n, 2);
+	assert_true(list_has_part(&cat->warnings, "'evil\\x0Ainjected'", "not listed"));
+	assert_true(list_has_part(&cat->warnings, "'bad\\x01yaml'", "not listed"));
+	for (size_t i = 0; i < cat->warnings.n; i++) {
+		assert_null(strchr(cat->warnings.items[i], '\n'));
+		assert_non_null(strstr(cat->warnings.items[i], "control character"));
+	}
+	const char *odd[] = { "\xC3\x9Cn\xC3\xAF", "x<y>&" };
+	for (size_t i = 0; i < 2; i++) {
+		const struct skill *s = must_find(cat, odd[i])->skill;
+		assert_true(s->valid);
+		if (!list_has_part(&s->warnings, "breaks the naming rules", NULL))
+			fail_msg("no naming-rule warning for '%s'", odd[i]);
+	}
+	catalog_free(cat);
+	config_free(c);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -776,6 +820,7 @@ int main(void)
 		T(test_rebuild_removed_skill_disappears),
 		T(test_sec2_bad_source_warns_not_crash),
 		T(test_D1_invalid_skill_is_listed),
+		T(test_sec2_unusable_directory_name_is_not_listed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -681,6 +681,54 @@ static void test_unsafe_name_falls_back_to_dir_name(void **st)
 	skill_unref(s);
 }
 
+/* Section 2: a skill without a usable front-matter name takes its
+ * directory's name, and that name gets the same checks: an unusable one
+ * makes the skill invalid (a warning when it already is), a rule break is
+ * the same warning a front-matter name gets. */
+static void test_dir_name_gets_the_front_matter_name_checks(void **st)
+{
+	(void)st;
+	const char *unusable[] = {"evil\ninjected", "tab\tname", "del\x7F", ""};
+	for (size_t i = 0; i < sizeof unusable / sizeof *unusable; i++) {
+		struct skill *s = parse(unusable[i], "no fm\n");
+		assert_invalid(s, "cannot be used as a skill name");
+		assert_non_null(skill_name_unusable(s->name));
+		assert_null(strchr(s->error, '\n'));
+		skill_unref(s);
+		/* An unusable front-matter name falls back to it: the same. */
+		s = parse(unusable[i], "---\nname: \"a/b\"\ndescription: d\n---\nb\n");
+		assert_invalid(s, "cannot be used as a skill name");
+		assert_true(has_warning(s, "cannot be used"));
+		skill_unref(s);
+	}
+	/* Already invalid: the error stays, the name problem is a warning. */
+	struct skill *s = parse("bad\nyaml", "---\ndescription: [x\n---\n");
+	assert_invalid(s, NULL);
+	assert_null(strstr(s->error, "directory name"));
+	assert_true(has_warning(s, "cannot be used as a skill name"));
+	assert_non_null(skill_name_unusable(s->name));
+	skill_unref(s);
+
+	const char *kept[] = {"\xC3\x9Cn\xC3\xAF", "x<y>&", "My-Skill", "a--b"};
+	for (size_t i = 0; i < sizeof kept / sizeof *kept; i++) {
+		s = parse(kept[i], "no fm\n");
+		assert_true(s->valid);
+		assert_string_equal(s->name, kept[i]);
+		if (!has_warning(s, "breaks the naming rules"))
+			fail_msg("no naming-rule warning for '%s'", kept[i]);
+		skill_unref(s);
+		s = parse(kept[i], "---\ndescription: d\n---\nb\n");
+		assert_true(s->valid);
+		assert_true(has_warning(s, "breaks the naming rules"));
+		skill_unref(s);
+	}
+	/* A good directory name: no naming warning. */
+	s = parse("fine-name", "no fm\n");
+	assert_true(s->valid);
+	assert_false(has_warning(s, "naming rules"));
+	skill_unref(s);
+}
+
 static void test_name_differing_from_dir_warns(void **st)
 {
 	(void)st;
@@ -942,6 +990,58 @@ static void test_load_directory_sub_skills(void **st)
 	test_rm_tree(root);
 }
 
+/* Section 2: two directory sub-skills of one name cannot both be shown
+ * under sub-skills/<name>: the first by directory name is used, the other
+ * is not loaded, and the parent warns naming both. A sub-skill whose name
+ * cannot be used is not loaded either, with a warning. */
+static void test_load_duplicate_and_unusable_sub_skill_names(void **st)
+{
+	(void)st;
+	char *root = test_tmpdir("skilltest");
+	char *dir = make_skill(root, "p", "---\nname: p\ndescription: p\n---\nP\n");
+	char *skills = test_join(dir, "skills");
+	assert_int_equal(mkdir(skills, 0755), 0);
+	free(make_skill(skills, "child2", "---\nname: child\ndescription: c\n---\nC2\n"));
+	free(make_skill(skills, "child", "---\nname: child\ndescription: c\n---\nC1\n"));
+	free(make_skill(skills, "b", "---\nname: child\ndescription: c\n---\nB\n"));
+	free(make_skill(skills, "tab\tsub", "no front-matter\n"));
+	free(make_skill(skills, "other", "---\nname: other\ndescription: o\n---\nO\n"));
+
+	struct skill *s = skill_load(dir, NULL);
+	assert_non_null(s);
+	assert_true(s->valid);
+	assert_int_equal(s->nsubs, 2);
+	assert_string_equal(s->subs[0]->name, "child");
+	assert_string_equal(s->subs[0]->dir_name, "b"); /* "b" < "child" < "child2" */
+	assert_string_equal(s->subs[0]->body, "B\n");
+	assert_string_equal(s->subs[1]->name, "other");
+	for (size_t i = 0; i < s->warnings.n; i++)
+		assert_null(strchr(s->warnings.items[i], '\t'));
+	size_t dup = 0;
+	for (size_t i = 0; i < s->warnings.n; i++) {
+		const char *w = s->warnings.items[i];
+		if (strstr(w, "both named 'child'")) {
+			dup++;
+			assert_non_null(strstr(w, "only 'skills/b' (the first by directory name)"));
+		}
+	}
+	assert_int_equal(dup, 2);
+	assert_true(has_warning(s, "'skills/b' and 'skills/child' are both named"));
+	assert_true(has_warning(s, "'skills/b' and 'skills/child2' are both named"));
+	assert_true(has_warning(s, "'skills/tab\\x09sub' is not loaded"));
+	json_t *j = skill_to_json(s);
+	json_t *subs = json_object_get(j, "directory_sub_skills");
+	assert_int_equal(json_array_size(subs), 2);
+	assert_string_equal(json_string_value(json_array_get(subs, 0)), "child");
+	assert_string_equal(json_string_value(json_array_get(subs, 1)), "other");
+	json_decref(j);
+	skill_unref(s);
+
+	free(skills);
+	free(dir);
+	test_rm_tree(root);
+}
+
 static void test_load_refuses_symlinked_skill_md(void **st)
 {
 	(void)st;
@@ -1115,6 +1215,7 @@ int main(void)
 		cmocka_unit_test(test_name_rules),
 		cmocka_unit_test(test_name_breaking_rules_is_kept_with_warning),
 		cmocka_unit_test(test_unsafe_name_falls_back_to_dir_name),
+		cmocka_unit_test(test_dir_name_gets_the_front_matter_name_checks),
 		cmocka_unit_test(test_name_differing_from_dir_warns),
 		cmocka_unit_test(test_missing_description_warns),
 		cmocka_unit_test(test_category_knowledge),
@@ -1127,6 +1228,7 @@ int main(void)
 		cmocka_unit_test(test_skill_to_json_has_every_field),
 		cmocka_unit_test(test_refcount),
 		cmocka_unit_test(test_load_directory_sub_skills),
+		cmocka_unit_test(test_load_duplicate_and_unusable_sub_skill_names),
 		cmocka_unit_test(test_load_refuses_symlinked_skill_md),
 		cmocka_unit_test(test_same_file_tracks_identity),
 		cmocka_unit_test(test_corpus_superpowers_all_valid),

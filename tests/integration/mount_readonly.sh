@@ -151,6 +151,47 @@ test_symlink_outside_not_followed() {
 		fail "a symlink inside the skill should be served"
 }
 
+# Section 2: a skill named after its directory gets the checks of a
+# front-matter name. A newline in a directory name must not make a phantom
+# line in configs/<cfg>/effective; a name that only breaks the naming rules
+# is listed with a warning. Two sub-skills of one name: the first by
+# directory name is shown, and the parent warns about the other.
+test_directory_names_checked_like_front_matter_names() {
+	local src=$T/names nl=$'\n'
+	mkdir -p "$src/evil${nl}injected" "$src/good" "$src/Ünï" "$src/x<y>&" \
+		"$src/p/skills/child" "$src/p/skills/child2"
+	echo 'no fm' >"$src/evil${nl}injected/SKILL.md"
+	printf -- '---\nname: good\ndescription: g\n---\nG\n' >"$src/good/SKILL.md"
+	echo 'no fm' >"$src/Ünï/SKILL.md"
+	echo 'no fm' >"$src/x<y>&/SKILL.md"
+	printf -- '---\nname: p\ndescription: p\n---\nP\n' >"$src/p/SKILL.md"
+	printf -- '---\nname: child\ndescription: c\n---\nfirst\n' >"$src/p/skills/child/SKILL.md"
+	printf -- '---\nname: child\ndescription: c\n---\nsecond\n' >"$src/p/skills/child2/SKILL.md"
+	start_mount -s "$src" --state "$T/state.db" || return
+	assert_eq "good|p|x<y>&|Ünï" "$(paste -sd'|' "$MNT/configs/default/effective")" \
+		"effective skills, one per line, no phantom"
+	assert_eq "good|p|x<y>&|Ünï" "$(LC_ALL=C ls "$MNT/skills" | paste -sd'|')" "skills listed"
+	grep -q 'breaks the naming rules' "$MNT/skills/Ünï/skill.json" ||
+		fail "no naming-rule warning for Ünï"
+	grep -q 'breaks the naming rules' "$MNT/skills/x<y>&/skill.json" ||
+		fail "no naming-rule warning for x<y>&"
+	grep -q "skill 'x<y>&': name 'x<y>&' breaks the naming rules" \
+		"$MNT/configs/default/warnings" || fail "configs/default/warnings lacks the naming warning"
+	local out
+	out=$("$SKILLFS" check -s "$src" 2>&1)
+	grep -qF "catalog: warning: skill directory 'evil\\x0Ainjected' in $src is not listed" <<<"$out" ||
+		fail "check does not report the unlisted skill: $out"
+	assert_eq "child" "$(ls "$MNT/skills/p/sub-skills" | paste -sd'|')" "sub-skills listed"
+	assert_eq "first" "$(tail -n1 "$MNT/skills/p/sub-skills/child/SKILL.md")" "the first by directory name is shown"
+	python3 - "$MNT/skills/p/skill.json" <<'PY' || fail "skill.json of p disagrees with the listing"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["directory_sub_skills"] == ["child"], j["directory_sub_skills"]
+assert any("'skills/child' and 'skills/child2' are both named 'child'" in w and
+           "first by directory name" in w for w in j["warnings"]), j["warnings"]
+PY
+}
+
 test_corpus_loads_byte_for_byte() {
 	if [ ! -d "$CORPUS" ]; then
 		echo "corpus not found at $CORPUS" >&2
