@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -17,6 +18,7 @@
 #include "proc.h"
 #include "resolution.h"
 #include "runs.h"
+#include "view.h"
 
 /* A config shared by successive snapshots until the file changes. */
 struct shared_config {
@@ -24,18 +26,24 @@ struct shared_config {
 	struct config *c;
 };
 
-/* What one inotify watch descriptor watches. */
 /* What a watched directory is to us (a directory can be several). */
 enum watch_role {
-	WATCH_SOURCE = 1,     /* a source: skills come and go in it */
-	WATCH_CONFIG_DIR = 2, /* holds the config file: only that name matters */
+	WATCH_SOURCE = 1,        /* a source: skills come and go in it */
+	WATCH_CONFIG_DIR = 2,    /* holds the config file: only that name matters */
+	WATCH_TREE = 4,          /* in a source: a skill's files, or a directory
+	                            that may become a skill */
+	WATCH_SOURCE_PARENT = 8, /* holds sources: only their names matter */
 };
 
+/* What one inotify watch descriptor watches. */
 struct watch {
 	int wd;
 	char *path;
-	char *skill_dir; /* the top-level skill directory it belongs to, or NULL */
-	unsigned roles;  /* enum watch_role bits */
+	size_t root_len;      /* WATCH_SOURCE, WATCH_TREE: path's first root_len
+	                         bytes are the source it lies in; else 0 */
+	unsigned roles;       /* enum watch_role bits */
+	struct strlist names; /* WATCH_SOURCE_PARENT: the sources (paths) in it */
+	uint64_t marked;      /* the burst of events that last marked it dirty */
 };
 
 struct engine {
@@ -62,6 +70,9 @@ struct engine {
 	void *on_change_ctx;
 	struct watch *watches;    /* by descriptor; only the watcher thread uses it */
 	size_t capwatches;
+	uint64_t burst;           /* bursts of events read (watcher thread) */
+	char *watch_warning;      /* set once (atomic) when the watch limit is hit */
+	bool watch_warning_new;   /* not yet in a snapshot (watcher thread) */
 };
 
 static struct shared_config *shared_config_new(struct config *c)
@@ -170,7 +181,11 @@ static struct snapshot *snapshot_new(struct engine *e, struct shared_config *sc,
 	s->catalog = catalog_build(sc->c, prev, &e->opt.limits, dirty);
 	if (config_error)
 		s->config_error = strdup(config_error);
-	if (!s->catalog || (config_error && !s->config_error)) {
+	/* What the watcher could not follow is a catalogue warning: it is
+	 * shown in every configuration's warnings. */
+	const char *ww = __atomic_load_n(&e->watch_warning, __ATOMIC_ACQUIRE);
+	if (!s->catalog || (config_error && !s->config_error) ||
+	    (ww && strlist_add(&s->catalog->warnings, ww) < 0)) {
 		snapshot_unref(s);
 		return NULL;
 	}
@@ -401,7 +416,14 @@ const char *snapshot_tools_text(struct snapshot *s, size_t *len)
  * and the writes of other files there (a state database kept beside the
  * config, say) would otherwise wake the watcher on every commit. */
 #define CONFIG_DIR_MASK (WATCH_MASK & ~IN_MODIFY)
-#define WATCH_DEPTH_MAX 4
+/* A source's parent: only names appearing, going or changing owner or mode
+ * (a source created, removed, replaced, or a symlink to it retargeted);
+ * for the same reason as above, not the writes of other files there. */
+#define SOURCE_PARENT_MASK (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | \
+			    IN_ONLYDIR)
+/* Every directory the mount can show lies at most this deep in a skill
+ * (a recursion bound too). */
+#define WATCH_DEPTH_MAX VIEW_MAX_DEPTH
 
 /* Watches are indexed by their descriptor (the kernel hands them out as
  * small increasing integers), so an event finds its watch in O(1). */
@@ -412,81 +434,126 @@ static struct watch *watch_find(struct engine *e, int wd)
 	return &e->watches[wd];
 }
 
+/* Drops what we know of watch wd (the kernel has dropped the watch). */
 static void watch_forget(struct engine *e, int wd)
 {
 	struct watch *w = watch_find(e, wd);
 	if (!w)
 		return;
 	free(w->path);
-	free(w->skill_dir);
+	strlist_free(&w->names);
 	*w = (struct watch){ 0 };
 }
 
-static void watch_add(struct engine *e, const char *path, const char *skill_dir,
-		      unsigned roles)
+/* Records, once per engine, that the inotify watch limit kept path (and
+ * so whatever lies below it) from being watched. The warning joins the
+ * catalogue's warnings from the next snapshot on (watch_publish). */
+static void watch_limit_reached(struct engine *e, const char *path)
 {
-	/* A directory watched in several roles gets the union of their
-	 * masks (IN_MASK_ADD), whatever order they come in. */
-	int wd = inotify_add_watch(e->inotify_fd, path,
-				   (roles == WATCH_CONFIG_DIR ? CONFIG_DIR_MASK : WATCH_MASK) |
-					   IN_MASK_ADD);
-	if (wd < 0)
-		return; /* gone already, or over the watch limit: nothing to follow */
+	if (__atomic_load_n(&e->watch_warning, __ATOMIC_ACQUIRE))
+		return;
+	char *msg;
+	if (asprintf(&msg,
+		     "the inotify watch limit is reached: changes in %s (and in any other "
+		     "directory not watched yet) are not followed; raise the sysctl "
+		     "fs.inotify.max_user_watches, then remount",
+		     path) < 0)
+		return; /* out of memory: the next directory refused tries again */
+	__atomic_store_n(&e->watch_warning, msg, __ATOMIC_RELEASE);
+	e->watch_warning_new = true;
+}
+
+/* Watches directory path in the given roles; a directory given several
+ * roles gets the union of their masks (IN_MASK_ADD), whatever their order.
+ * root_len (WATCH_SOURCE, WATCH_TREE): the length of the source's path,
+ * which begins path. source (WATCH_SOURCE_PARENT): the source in path.
+ * A directory seen again under another path (moved) takes the new one.
+ * Nothing is watched when path is gone; when the watch limit is reached,
+ * that is recorded (watch_limit_reached). */
+static void watch_add(struct engine *e, const char *path, size_t root_len, unsigned roles,
+		      const char *source)
+{
+	uint32_t mask = IN_MASK_ADD;
+	if (roles & (WATCH_SOURCE | WATCH_TREE))
+		mask |= WATCH_MASK;
+	if (roles & WATCH_CONFIG_DIR)
+		mask |= CONFIG_DIR_MASK;
+	if (roles & WATCH_SOURCE_PARENT)
+		mask |= SOURCE_PARENT_MASK;
+	int wd = inotify_add_watch(e->inotify_fd, path, mask);
+	if (wd < 0) {
+		if (errno == ENOSPC)
+			watch_limit_reached(e, path);
+		return; /* gone already, or not a directory: nothing to follow */
+	}
 	if ((size_t)wd >= e->capwatches) {
 		size_t cap = e->capwatches ? e->capwatches : 64;
 		while (cap <= (size_t)wd)
 			cap *= 2;
 		struct watch *p = realloc(e->watches, cap * sizeof *p);
 		if (!p)
-			return;
+			return; /* its events are dropped; the next refresh tries again */
 		memset(p + e->capwatches, 0, (cap - e->capwatches) * sizeof *p);
 		e->watches = p;
 		e->capwatches = cap;
 	}
 	struct watch *w = &e->watches[wd];
-	char *sd = skill_dir ? strdup(skill_dir) : NULL;
-	if (w->path) {
-		/* Same directory seen again (it may now belong to another skill). */
-		w->roles |= roles;
-		if (sd) {
-			free(w->skill_dir);
-			w->skill_dir = sd;
-		}
-		return;
+	bool in_source = roles & (WATCH_SOURCE | WATCH_TREE);
+	if (!w->path || (in_source && strcmp(w->path, path) != 0)) {
+		char *p = strdup(path);
+		if (!p)
+			return;
+		free(w->path);
+		*w = (struct watch){ wd, p, 0, w->roles, w->names, w->marked };
 	}
-	char *p = strdup(path);
-	if (!p || (skill_dir && !sd)) {
-		free(p);
-		free(sd);
-		return;
-	}
-	*w = (struct watch){ wd, p, sd, roles };
+	if (in_source && strcmp(w->path, path) == 0 && (!w->root_len || root_len < w->root_len))
+		w->root_len = root_len; /* in two sources: the outer one */
+	if ((roles & WATCH_SOURCE_PARENT) && source && !strlist_has(&w->names, source) &&
+	    strlist_add(&w->names, source) < 0)
+		return; /* out of memory: that source is not followed from here */
+	w->roles |= roles;
 }
 
-static void watch_tree(struct engine *e, const char *dir, const char *skill_dir, int depth)
+/* Watches dir and the directories below it (not through symbolic links),
+ * up to WATCH_DEPTH_MAX levels deep counting from depth, as lying in the
+ * source whose path is dir's first root_len bytes. */
+static void watch_tree(struct engine *e, const char *dir, size_t root_len, int depth)
 {
-	watch_add(e, dir, skill_dir, 0);
-	if (depth >= WATCH_DEPTH_MAX)
+	watch_add(e, dir, root_len, WATCH_TREE, NULL);
+	if (depth >= WATCH_DEPTH_MAX || __atomic_load_n(&e->unwatching, __ATOMIC_RELAXED))
 		return;
 	DIR *d = opendir(dir);
 	if (!d)
 		return;
 	struct dirent *de;
 	char path[PATH_MAX];
+	struct stat st;
 	while ((de = readdir(d))) {
-		if (de->d_type != DT_DIR || strcmp(de->d_name, ".") == 0 ||
-		    strcmp(de->d_name, "..") == 0)
+		if ((de->d_type != DT_DIR && de->d_type != DT_UNKNOWN) ||
+		    strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		if (snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= (int)sizeof path)
 			continue;
-		watch_tree(e, path, skill_dir, depth + 1);
+		if (de->d_type == DT_UNKNOWN && (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode)))
+			continue;
+		watch_tree(e, path, root_len, depth + 1);
 	}
 	closedir(d);
 }
 
-/* Adds watches for the config file's directory, every source, and the
- * directories of every skill of s that is not also in old (all of them when
- * old is NULL). Existing watches are kept. */
+/* The length of the source path that begins dir (a skill's directory of
+ * source index si in c), or of dir itself should it not begin with it. */
+static size_t source_root_len(const struct config *c, size_t si, const char *dir)
+{
+	size_t n = si < c->nsources ? strlen(c->sources[si].path) : 0;
+	if (n && strncmp(dir, c->sources[si].path, n) == 0 && (dir[n] == '/' || dir[n] == '\0'))
+		return n;
+	return strlen(dir);
+}
+
+/* Adds watches for the config file's directory, every source and its
+ * parent, and the directories of every skill of s that is not also in old
+ * (all of them when old is NULL). Existing watches are kept. */
 static void watch_refresh(struct engine *e, const struct snapshot *old, const struct snapshot *s)
 {
 	const struct config *c = snapshot_config(s);
@@ -496,36 +563,66 @@ static void watch_refresh(struct engine *e, const struct snapshot *old, const st
 			char *slash = strrchr(dir, '/');
 			if (slash)
 				*(slash == dir ? slash + 1 : slash) = '\0';
-			watch_add(e, dir, NULL, WATCH_CONFIG_DIR);
+			watch_add(e, dir, 0, WATCH_CONFIG_DIR, NULL);
 			free(dir);
 		}
 	}
 	char path[PATH_MAX];
 	for (size_t i = 0; i < c->nsources; i++) {
+		const char *src = c->sources[i].path;
+		size_t root_len = strlen(src);
+		/* Its parent: the source may appear there, go, or be replaced
+		 * (renamed over, a symlink to it retargeted), and a watch on the
+		 * source itself sees none of that. */
+		const char *slash = strrchr(src, '/');
+		if (slash && slash[1] && (size_t)(slash - src) < sizeof path) {
+			size_t n = slash == src ? 1 : (size_t)(slash - src);
+			memcpy(path, src, n);
+			path[n] = '\0';
+			watch_add(e, path, 0, WATCH_SOURCE_PARENT, src);
+		}
 		/* The source, and each directory in it: a SKILL.md can appear in
 		 * a directory that was not a skill a moment ago. */
-		watch_add(e, c->sources[i].path, NULL, WATCH_SOURCE);
-		DIR *d = opendir(c->sources[i].path);
+		watch_add(e, src, root_len, WATCH_SOURCE, NULL);
+		DIR *d = opendir(src);
 		if (!d)
 			continue;
 		struct dirent *de;
 		while ((de = readdir(d))) {
-			if (de->d_name[0] == '.' || (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
+			if (de->d_name[0] == '.' ||
+			    (de->d_type != DT_DIR && de->d_type != DT_LNK && de->d_type != DT_UNKNOWN))
 				continue;
-			if (snprintf(path, sizeof path, "%s/%s", c->sources[i].path, de->d_name) <
-			    (int)sizeof path)
-				watch_add(e, path, path, 0);
+			if (snprintf(path, sizeof path, "%s/%s", src, de->d_name) < (int)sizeof path)
+				watch_add(e, path, root_len, WATCH_TREE, NULL);
 		}
 		closedir(d);
 	}
 	for (size_t i = 0; i < s->catalog->n; i++) {
 		if (__atomic_load_n(&e->unwatching, __ATOMIC_RELAXED))
 			return; /* shutting down: the watches are of no use */
-		const struct skill *sk = s->catalog->entries[i].skill;
+		const struct catalog_entry *ce = &s->catalog->entries[i];
+		const struct skill *sk = ce->skill;
 		const struct catalog_entry *was = old ? catalog_find(old->catalog, sk->name) : NULL;
 		if (sk->dir && (!was || was->skill != sk))
-			watch_tree(e, sk->dir, sk->dir, 0);
+			watch_tree(e, sk->dir, source_root_len(c, ce->source, sk->dir), 0);
 	}
+}
+
+/* After watch_refresh: when the watch limit was first reached meanwhile,
+ * one more reload (which finds the skills unchanged) puts the warning in
+ * the catalogue, where every configuration's warnings show it. */
+static void watch_publish(struct engine *e)
+{
+	if (!e->watch_warning_new || __atomic_load_n(&e->unwatching, __ATOMIC_RELAXED))
+		return;
+	e->watch_warning_new = false;
+	struct snapshot *old = engine_snapshot(e);
+	engine_reload(e, false, NULL);
+	struct snapshot *now = engine_snapshot(e);
+	if (now != old)
+		watch_refresh(e, old, now);
+	snapshot_unref(now);
+	snapshot_unref(old);
 }
 
 /* Sets up the watches, then looks at the disk again: whatever changed
@@ -556,8 +653,82 @@ static void watch_start(struct engine *e)
 		watch_refresh(e, old, now);
 	snapshot_unref(now);
 	snapshot_unref(old);
+	watch_publish(e);
 }
 
+/* The directories one burst of events made dirty (see catalog_build):
+ * list, plus the last directory marked, to stop early on its ancestors. */
+struct dirt {
+	struct strlist list;
+	char last[PATH_MAX];
+	size_t last_len, last_root; /* last_len 0: none yet */
+};
+
+/* Marks w's directory and each directory above it, up to and including
+ * its source, dirty: whichever skill owns the directory (the deepest skill
+ * directory above it, or that skill's parent) is then loaded afresh, and
+ * no other. Ancestors the previous mark added are not added again.
+ * Returns 0, or -1 when out of memory (the list is then incomplete). */
+static int dirt_mark(struct dirt *d, const struct watch *w)
+{
+	size_t len = strlen(w->path);
+	if (len >= sizeof d->last || w->root_len > len)
+		return 0;
+	char buf[PATH_MAX];
+	memcpy(buf, w->path, len + 1);
+	for (;;) {
+		if (d->last_len && d->last_root == w->root_len && len <= d->last_len &&
+		    memcmp(d->last, buf, len) == 0 && (d->last[len] == '/' || d->last[len] == '\0'))
+			break; /* added, with what lies above it, by the previous mark */
+		buf[len] = '\0';
+		if (strlist_add(&d->list, buf) < 0) {
+			d->last_len = 0;
+			return -1;
+		}
+		if (len <= w->root_len)
+			break;
+		char *slash = strrchr(buf, '/');
+		if (!slash)
+			break;
+		size_t up = slash == buf ? 1 : (size_t)(slash - buf);
+		if (up < w->root_len)
+			break;
+		len = up;
+	}
+	memcpy(d->last, w->path, strlen(w->path) + 1);
+	d->last_len = strlen(w->path);
+	d->last_root = w->root_len;
+	return 0;
+}
+
+/* Whether source (a path) is named name in its parent directory. */
+static bool source_named(const char *source, const char *name)
+{
+	const char *slash = strrchr(source, '/');
+	return strcmp(slash ? slash + 1 : source, name) == 0;
+}
+
+/* Marks every skill of the current snapshot dirty (all is set), or those
+ * of the sources listed in replaced. Returns 0 or -1 (out of memory). */
+static int dirt_mark_sources(struct engine *e, struct dirt *d, bool all,
+			     const struct strlist *replaced)
+{
+	struct snapshot *s = engine_snapshot(e);
+	const struct config *c = snapshot_config(s);
+	int rc = 0;
+	for (size_t i = 0; i < s->catalog->n && rc == 0; i++) {
+		const struct catalog_entry *ce = &s->catalog->entries[i];
+		if (ce->skill->dir && (all || (ce->source < c->nsources &&
+					       strlist_has(replaced, c->sources[ce->source].path))))
+			rc = strlist_add(&d->list, ce->skill->dir);
+	}
+	snapshot_unref(s);
+	return rc;
+}
+
+/* The watcher thread: sets up the watches, then reloads after each burst
+ * of events that concerns a source, a skill or the config file, until
+ * engine_unwatch. */
 static void *watch_main(void *arg)
 {
 	struct engine *e = arg;
@@ -568,6 +739,9 @@ static void *watch_main(void *arg)
 		config_base = strrchr(e->config_path, '/');
 		config_base = config_base ? config_base + 1 : e->config_path;
 	}
+	struct dirt *dirt = malloc(sizeof *dirt);
+	if (!dirt)
+		return NULL; /* nothing is followed; the mount still answers */
 	for (;;) {
 		struct pollfd pfd[2] = { { e->inotify_fd, POLLIN, 0 }, { e->stop_pipe[0], POLLIN, 0 } };
 		if (poll(pfd, 2, -1) < 0) {
@@ -577,8 +751,10 @@ static void *watch_main(void *arg)
 		}
 		if (pfd[1].revents)
 			break;
-		bool config_changed = false, any = false;
-		struct strlist dirty = { 0 };
+		bool config_changed = false, any = false, everything = false;
+		struct strlist replaced = { 0 }; /* sources whose name changed in their parent */
+		memset(dirt, 0, sizeof *dirt);
+		e->burst++;
 		/* Collect this burst of events, then settle for a moment so an
 		 * editor's write-rename-chmod counts as one change. */
 		int settle_ms = 30;
@@ -590,7 +766,8 @@ static void *watch_main(void *arg)
 				struct inotify_event *ev = (struct inotify_event *)p;
 				p += sizeof *ev + ev->len;
 				if (ev->mask & IN_Q_OVERFLOW) {
-					any = config_changed = true;
+					/* Events were lost: anything may have changed. */
+					any = config_changed = everything = true;
 					continue;
 				}
 				struct watch *w = watch_find(e, ev->wd);
@@ -601,13 +778,28 @@ static void *watch_main(void *arg)
 					any = true;
 					continue;
 				}
-				if (w->skill_dir) {
+				if (w->root_len) {
 					any = true;
-					if (!strlist_has(&dirty, w->skill_dir))
-						strlist_add(&dirty, w->skill_dir);
+					if (w->marked != e->burst) {
+						w->marked = e->burst;
+						if (dirt_mark(dirt, w) < 0)
+							everything = true;
+					}
 				}
 				if (w->roles & WATCH_SOURCE)
 					any = true;
+				/* In a source's parent only the source's own name
+				 * matters: the rest of that directory is not ours. */
+				for (size_t k = 0; (w->roles & WATCH_SOURCE_PARENT) && ev->len &&
+						   k < w->names.n;
+				     k++) {
+					if (!source_named(w->names.items[k], ev->name))
+						continue;
+					any = true;
+					if (!strlist_has(&replaced, w->names.items[k]) &&
+					    strlist_add(&replaced, w->names.items[k]) < 0)
+						everything = true;
+				}
 				/* Other files beside the config (the state database
 				 * often) change all the time: they are not ours. */
 				if ((w->roles & WATCH_CONFIG_DIR) && config_base && ev->len &&
@@ -618,16 +810,26 @@ static void *watch_main(void *arg)
 			if (poll(&more, 1, settle_ms) <= 0)
 				break;
 		}
+		/* A source replaced (a symlink retargeted, say) can hold skills
+		 * whose SKILL.md is the very same file: load them all afresh. */
+		if (any && (everything || replaced.n) &&
+		    dirt_mark_sources(e, dirt, everything, &replaced) < 0) {
+			/* out of memory: a skill whose SKILL.md is unchanged is
+			 * reused, the best that can be done */
+		}
 		if (any) {
 			struct snapshot *old = engine_snapshot(e);
-			engine_reload(e, config_changed, &dirty);
+			engine_reload(e, config_changed, &dirt->list);
 			struct snapshot *now = engine_snapshot(e);
 			watch_refresh(e, old, now);
 			snapshot_unref(now);
 			snapshot_unref(old);
+			watch_publish(e);
 		}
-		strlist_free(&dirty);
+		strlist_free(&replaced);
+		strlist_free(&dirt->list);
 	}
+	free(dirt);
 	return NULL;
 }
 
@@ -718,9 +920,10 @@ void engine_close(struct engine *e)
 	}
 	for (size_t i = 0; i < e->capwatches; i++) {
 		free(e->watches[i].path);
-		free(e->watches[i].skill_dir);
+		strlist_free(&e->watches[i].names);
 	}
 	free(e->watches);
+	free(e->watch_warning);
 	snapshot_unref(e->current);
 	free(e->config_path);
 	strlist_free(&e->dirs);

@@ -15,8 +15,6 @@
 #include "resolution.h"
 #include "runs.h"
 
-#define VIEW_MAX_DEPTH 64
-
 static const char readme_text[] =
 	"skillfs: agent skills and agent runs as files\n"
 	"\n"

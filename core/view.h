@@ -13,6 +13,10 @@
 
 #include "engine.h"
 
+/* The most components a mount path may have; deeper paths are refused
+ * (ENAMETOOLONG). The watcher follows skills' directories this deep. */
+#define VIEW_MAX_DEPTH 64
+
 enum view_type { VIEW_DIR, VIEW_FILE };
 
 /* How long the kernel may cache a node: STATIC nodes change only when the

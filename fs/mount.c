@@ -1012,6 +1012,18 @@ static bool catalog_names_changed(const struct catalog *a, const struct catalog 
 	return false;
 }
 
+/* Whether the catalogue-wide warnings (shown in every configuration's
+ * warnings) differ. */
+static bool catalog_warnings_changed(const struct catalog *a, const struct catalog *b)
+{
+	if (a->warnings.n != b->warnings.n)
+		return true;
+	for (size_t i = 0; i < a->warnings.n; i++)
+		if (strcmp(a->warnings.items[i], b->warnings.items[i]) != 0)
+			return true;
+	return false;
+}
+
 static void invalidate(struct mount *m, const struct node_ref *r)
 {
 	const char *slash = strrchr(r->path, '/');
@@ -1028,7 +1040,8 @@ static void on_change(void *ctx, const struct snapshot *old, const struct snapsh
 	bool config_changed = old->cfg != now->cfg || (old->config_error == NULL) !=
 							      (now->config_error == NULL);
 	bool names_changed = catalog_names_changed(old->catalog, now->catalog);
-	bool any_skill_changed = names_changed;
+	bool any_skill_changed = names_changed ||
+				 catalog_warnings_changed(old->catalog, now->catalog);
 	struct node_ref *refs;
 	size_t n;
 	if (nodes_snapshot(&m->nodes, &refs, &n) < 0)

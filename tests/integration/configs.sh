@@ -164,4 +164,170 @@ test_writes_beside_config_leave_watcher_asleep() {
 		fail "config edit not seen: $(cat "$MNT/configs/main/effective")"
 }
 
+# skills_are NAMES: the mount lists exactly these skills (space-separated).
+skills_are() {
+	[ "$(ls "$MNT/skills" 2>/dev/null | tr '\n' ' ')" = "${1:+$1 }" ]
+}
+
+# listed DIR NAME: a listing of DIR holds NAME.
+listed() {
+	ls -a "$1" 2>/dev/null | grep -qxF "$2"
+}
+
+# A source that is itself one skill: its subdirectories belong to it, so
+# edits there show (listings are cached by the kernel until the skill
+# changes), after a reload of the config as before one.
+test_single_skill_source_files_follow_edits() {
+	rm -rf "$T/myskill"
+	make_skill "$T" myskill -
+	mkdir -p "$T/myskill/references" "$T/myskill/skills"
+	echo v1 >"$T/myskill/references/api.md"
+	cat >"$T/config.yaml" <<CFG
+sources: [{path: myskill}]
+configurations:
+  main: {skills: [myskill]}
+CFG
+	start || return
+	local refs=$MNT/skills/myskill/files/references v
+	file_is "$refs/api.md" v1 || fail "before: $(cat "$refs/api.md")"
+	# any reload of the config
+	echo "  other: {skills: [myskill]}" >>"$T/config.yaml"
+	wait_for 2 test -d "$MNT/configs/other" || { fail "config edit not seen"; return; }
+	sleep 0.3 # the reload has invalidated what it changed
+	ls "$refs" >/dev/null
+	for v in v2 v3; do
+		echo "$v" >"$T/myskill/references/api.md"
+		wait_for 2 file_is "$refs/api.md" "$v" || fail "edit $v not shown: $(cat "$refs/api.md")"
+		ls "$refs" >/dev/null
+		echo "$v" >"$T/myskill/references/$v.md"
+		wait_for 2 listed "$refs" "$v.md" || fail "new file $v.md not listed: $(ls "$refs")"
+	done
+	# a sub-skill made in its skills/ directory is its too
+	make_skill "$T/myskill/skills" extra -
+	wait_for 2 test -e "$MNT/skills/myskill/sub-skills/extra/SKILL.md" ||
+		fail "new sub-skill not shown: $(ls "$MNT/skills/myskill")"
+}
+
+# Files far below a skill (as deep as the mount shows) follow edits, also
+# in directories made after the mount.
+test_deep_files_follow_edits() {
+	setup 24000
+	local rel=a/b/c/d/e/f/g/h/i/j/k/l
+	mkdir -p "$T/skills/reader/$rel"
+	echo v1 >"$T/skills/reader/$rel/notes.md"
+	start || return
+	local d=$MNT/skills/reader/files/$rel
+	file_is "$d/notes.md" v1 || fail "before: $(cat "$d/notes.md")"
+	ls "$d" >/dev/null
+	echo v2 >"$T/skills/reader/$rel/notes.md"
+	echo v2 >"$T/skills/reader/$rel/added.md"
+	wait_for 2 file_is "$d/notes.md" v2 || fail "deep edit not shown: $(cat "$d/notes.md")"
+	wait_for 2 listed "$d" added.md || fail "new deep file not listed: $(ls "$d")"
+	mkdir -p "$T/skills/reader/$rel/m/n"
+	echo w1 >"$T/skills/reader/$rel/m/n/more.md"
+	wait_for 2 listed "$d" m || fail "new deep directory not listed: $(ls "$d")"
+	wait_for 2 file_is "$d/m/n/more.md" w1 || fail "new deep file not shown"
+	ls "$d/m/n" >/dev/null
+	echo w2 >"$T/skills/reader/$rel/m/n/second.md"
+	wait_for 2 listed "$d/m/n" second.md ||
+		fail "file in a new deep directory not listed: $(ls "$d/m/n")"
+}
+
+# A source directory replaced by another, or made after the mount, is
+# followed (its parent is watched for its name).
+test_sources_replaced_or_created_are_followed() {
+	rm -rf "$T/src" "$T/src.old" "$T/src.new" "$T/later"
+	make_skill "$T/src" a -
+	cat >"$T/config.yaml" <<CFG
+sources: [{path: src}, {path: later}]
+configurations:
+  main: {skills: [a, b, c]}
+CFG
+	start || return
+	skills_are a || fail "before: $(ls "$MNT/skills")"
+	mv "$T/src" "$T/src.old"
+	wait_for 2 skills_are "" || fail "moved source still listed: $(ls "$MNT/skills")"
+	make_skill "$T/src.new" c -
+	mv "$T/src.new" "$T/src"
+	wait_for 2 skills_are c || fail "replaced source not seen: $(ls "$MNT/skills")"
+	make_skill "$T/later" b -
+	wait_for 2 skills_are "b c" || fail "source made after the mount not seen: $(ls "$MNT/skills")"
+	# the new directories' skills are followed too
+	sed -i 's/^description: .*/description: changed/' "$T/src/c/SKILL.md" "$T/later/b/SKILL.md"
+	wait_for 2 file_is "$MNT/skills/c/description" changed || fail "edit in the replacement not seen"
+	wait_for 2 file_is "$MNT/skills/b/description" changed || fail "edit in the new source not seen"
+	rm -rf "$T/src.old"
+}
+
+# A source given as a symbolic link follows the link being retargeted, even
+# to a copy whose SKILL.md is the same file (hard-linked) with other files.
+test_source_symlink_retargeted_is_followed() {
+	rm -rf "$T/v1" "$T/v2" "$T/v3" "$T/v4" "$T/cur" "$T/next"
+	make_skill "$T/v1" one -
+	make_skill "$T/v2" two -
+	ln -s v1 "$T/cur"
+	cat >"$T/config.yaml" <<CFG
+sources: [{path: cur}]
+configurations:
+  main: {skills: [one, two]}
+CFG
+	start || return
+	skills_are one || fail "before: $(ls "$MNT/skills")"
+	ln -sfn v2 "$T/cur"
+	wait_for 2 skills_are two || fail "retargeted link not seen: $(ls "$MNT/skills")"
+	mkdir -p "$T/v3/two"
+	ln "$T/v2/two/SKILL.md" "$T/v3/two/SKILL.md"
+	echo extra >"$T/v3/two/extra.md"
+	sleep 0.2 # the new link count of SKILL.md has been seen
+	assert_eq "" "$(ls "$MNT/skills/two/files")" "files before"
+	ln -sfn v3 "$T/cur"
+	wait_for 2 file_is "$MNT/skills/two/files/extra.md" extra ||
+		fail "same SKILL.md in a new target: files not reloaded: $(ls "$MNT/skills/two/files")"
+	make_skill "$T/v4" four -
+	ln -s v4 "$T/next"
+	mv -T "$T/next" "$T/cur"
+	wait_for 2 skills_are four || fail "link renamed over the source not seen: $(ls "$MNT/skills")"
+}
+
+# When the inotify watch limit stops the watcher, every configuration's
+# warnings say so, naming the directory and the sysctl. The limit is
+# lowered in a user namespace of the test's own, so nothing else on the
+# machine is affected (skipped where user namespaces are not allowed).
+test_watch_limit_is_a_warning() {
+	setup 24000
+	mkdir -p "$T/skills/reader/a/b/c/d"
+	if ! unshare -U -r -m --propagation private \
+		sh -c 'echo 6 >/proc/sys/user/max_inotify_watches' 2>/dev/null; then
+		echo "skip: no user namespace to lower the watch limit in" >&2
+		return 0
+	fi
+	mkdir -p "$MNT"
+	local out
+	out=$(SKILLFS=$SKILLFS T=$T MNT=$MNT timeout 60 \
+		unshare -U -r -m --propagation private bash -c '
+		echo 6 >/proc/sys/user/max_inotify_watches || exit 1
+		"$SKILLFS" -f -c "$T/config.yaml" --state "$T/state.db" "$MNT" >>"$T/daemon.log" 2>&1 &
+		pid=$!
+		trap "fusermount3 -u \"\$MNT\" 2>/dev/null; wait $pid" EXIT
+		for _ in $(seq 1 200); do
+			grep -qs " $MNT fuse" /proc/self/mounts && break
+			sleep 0.05
+		done
+		for _ in $(seq 1 100); do
+			grep -qs max_user_watches "$MNT/configs/main/warnings" && break
+			sleep 0.05
+		done
+		cat "$MNT/configs/main/warnings"
+		cat "$MNT/configs/main/effective"')
+	case "$out" in
+	*"changes in $T/skills/reader/a"*fs.inotify.max_user_watches*) ;;
+	*) fail "no watch limit warning naming the directory and the sysctl: [$out]" ;;
+	esac
+	case "$out" in
+	*reader*writer*plain*) ;;
+	*) fail "the mount did not answer as usual: [$out]" ;;
+	esac
+	assert_eq 1 "$(grep -c 'watch limit' <<<"$out")" "the warning is given once"
+}
+
 run_tests
