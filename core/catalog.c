@@ -124,9 +124,15 @@ static int load_skill_dir(const char *dir, const struct reuse_index *ri,
 	*out = NULL;
 	if (snprintf(path, sizeof path, "%s/SKILL.md", dir) >= (int)sizeof path)
 		return 0;
-	if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
+	/* A SKILL.md that cannot be read, or that is a symbolic link (not
+	 * followed), still makes a skill: an invalid one that says why,
+	 * rather than a directory silently left out. */
+	bool seen = lstat(path, &st) == 0;
+	if (!seen && (errno == ENOENT || errno == ENOTDIR))
 		return 0;
-	struct skill *s = reuse_lookup(ri, dir, &st, dirty);
+	if (seen && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+		return 0;
+	struct skill *s = seen && S_ISREG(st.st_mode) ? reuse_lookup(ri, dir, &st, dirty) : NULL;
 	if (!s)
 		s = skill_load(dir, lim);
 	if (!s)

@@ -754,6 +754,31 @@ static void test_D1_invalid_skill_is_listed(void **state)
 	config_free(c);
 }
 
+/* D1: a SKILL.md that is a symbolic link (not followed) makes an invalid
+ * skill saying so, not a directory silently left out. */
+static void test_D1_symlinked_skill_md_is_listed_invalid(void **state)
+{
+	const char *root = *state;
+	const char *dirs[] = { root };
+	make_skill(root, "real", skill_md("real", ""));
+	char *dir = test_join(root, "linked"), *target = test_join(root, "real/SKILL.md");
+	assert_int_equal(mkdir(dir, 0755), 0);
+	char *md = test_join(dir, "SKILL.md");
+	assert_int_equal(symlink(target, md), 0);
+	struct config *c = default_config(dirs, 1);
+	struct catalog *cat = build(c, NULL, NULL);
+	assert_int_equal(cat->n, 2);
+	const struct catalog_entry *l = must_find(cat, "linked");
+	assert_false(l->skill->valid);
+	assert_non_null(strstr(l->skill->error, "symbolic link"));
+	assert_true(must_find(cat, "real")->skill->valid);
+	catalog_free(cat);
+	config_free(c);
+	free(md);
+	free(target);
+	free(dir);
+}
+
 /* Section 2: a skill that takes its directory's name gets the checks a
  * front-matter name gets. A name that cannot be one path component and one
  * line (a control character here) keeps the skill out of the catalogue with
@@ -820,6 +845,7 @@ int main(void)
 		T(test_rebuild_removed_skill_disappears),
 		T(test_sec2_bad_source_warns_not_crash),
 		T(test_D1_invalid_skill_is_listed),
+		T(test_D1_symlinked_skill_md_is_listed_invalid),
 		T(test_sec2_unusable_directory_name_is_not_listed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
