@@ -252,6 +252,8 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
  * `wait` read can block whatever the size said. Nothing happens at a
  * FLUSH (a close of one copy of a descriptor): a prompt starts its run at
  * the RELEASE of its last writer (runs_open_writer). */
+static void run_open_end(struct mount *m, fuse_ino_t ino, struct run_open *ro);
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct mount *m = M(req);
@@ -300,7 +302,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fi->keep_cache = 1;
 		fi->noflush = 1;
 	}
-	fuse_reply_open(req, fi);
+	/* Not delivered (the opener was interrupted): no RELEASE will come. */
+	if (fuse_reply_open(req, fi) != 0 && fi->fh)
+		run_open_end(m, ino, (struct run_open *)(uintptr_t)fi->fh);
 }
 
 /* Directories need no open round trip: answering ENOSYS once turns
@@ -381,15 +385,20 @@ static void run_open_free(struct mount *m, struct run_open *ro)
 	free(ro);
 }
 
+/* The last close of an open under runs/: a writer's may start the run. */
+static void run_open_end(struct mount *m, fuse_ino_t ino, struct run_open *ro)
+{
+	struct run_ref ref;
+	if (ro->writer && run_file_of(m, ino, &ref))
+		runs_close_writer(m->runs, ref.id, ref.name, ro->writer);
+	run_open_free(m, ro);
+}
+
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct mount *m = M(req);
 	struct run_open *ro = (struct run_open *)(uintptr_t)fi->fh;
-	struct run_ref ref;
-	if (ro && ro->writer && run_file_of(m, ino, &ref))
-		runs_close_writer(m->runs, ref.id, ref.name, ro->writer);
 	if (ro)
-		run_open_free(m, ro);
+		run_open_end(M(req), ino, ro);
 	fuse_reply_err(req, 0);
 }
 
