@@ -447,7 +447,7 @@ static void watch_forget(struct engine *e, int wd)
 
 /* Records, once per engine, that the inotify watch limit kept path (and
  * so whatever lies below it) from being watched. The warning joins the
- * catalogue's warnings from the next snapshot on (watch_publish). */
+ * catalogue's warnings from the next snapshot on (reload_and_watch). */
 static void watch_limit_reached(struct engine *e, const char *path)
 {
 	if (__atomic_load_n(&e->watch_warning, __ATOMIC_ACQUIRE))
@@ -608,21 +608,26 @@ static void watch_refresh(struct engine *e, const struct snapshot *old, const st
 	}
 }
 
-/* After watch_refresh: when the watch limit was first reached meanwhile,
- * one more reload (which finds the skills unchanged) puts the warning in
- * the catalogue, where every configuration's warnings show it. */
-static void watch_publish(struct engine *e)
+/* Reloads (engine_reload), then watches what the new snapshot brought
+ * (rescan: also when the reload changed nothing, as after an event that
+ * may have made a directory that is not a skill yet); when the watch limit
+ * was first reached while doing so, reloads once more (the skills are
+ * found unchanged) to put that warning in the catalogue, where every
+ * configuration's warnings show it. */
+static void reload_and_watch(struct engine *e, bool config_changed, const struct strlist *dirty,
+			     bool rescan)
 {
-	if (!e->watch_warning_new || __atomic_load_n(&e->unwatching, __ATOMIC_RELAXED))
-		return;
-	e->watch_warning_new = false;
 	struct snapshot *old = engine_snapshot(e);
-	engine_reload(e, false, NULL);
+	engine_reload(e, config_changed, dirty);
 	struct snapshot *now = engine_snapshot(e);
-	if (now != old)
+	if (now != old || rescan)
 		watch_refresh(e, old, now);
 	snapshot_unref(now);
 	snapshot_unref(old);
+	if (e->watch_warning_new && !__atomic_load_n(&e->unwatching, __ATOMIC_RELAXED)) {
+		e->watch_warning_new = false;
+		reload_and_watch(e, false, NULL, false);
+	}
 }
 
 /* Sets up the watches, then looks at the disk again: whatever changed
@@ -646,14 +651,7 @@ static void watch_start(struct engine *e)
 				 st.st_mtim.tv_nsec != e->config_st.st_mtim.tv_nsec;
 		pthread_mutex_unlock(&e->reload_lock);
 	}
-	struct snapshot *old = engine_snapshot(e);
-	engine_reload(e, config_changed, NULL);
-	struct snapshot *now = engine_snapshot(e);
-	if (now != old)
-		watch_refresh(e, old, now);
-	snapshot_unref(now);
-	snapshot_unref(old);
-	watch_publish(e);
+	reload_and_watch(e, config_changed, NULL, false);
 }
 
 /* The directories one burst of events made dirty (see catalog_build):
@@ -817,15 +815,8 @@ static void *watch_main(void *arg)
 			/* out of memory: a skill whose SKILL.md is unchanged is
 			 * reused, the best that can be done */
 		}
-		if (any) {
-			struct snapshot *old = engine_snapshot(e);
-			engine_reload(e, config_changed, &dirt->list);
-			struct snapshot *now = engine_snapshot(e);
-			watch_refresh(e, old, now);
-			snapshot_unref(now);
-			snapshot_unref(old);
-			watch_publish(e);
-		}
+		if (any)
+			reload_and_watch(e, config_changed, &dirt->list, true);
 		strlist_free(&replaced);
 		strlist_free(&dirt->list);
 	}
