@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -424,6 +425,8 @@ const char *snapshot_tools_text(struct snapshot *s, size_t *len)
 /* Every directory the mount can show lies at most this deep in a skill
  * (a recursion bound too). */
 #define WATCH_DEPTH_MAX VIEW_MAX_DEPTH
+/* The longest a burst of events is collected before it is acted on. */
+#define BURST_MAX_MS 250
 
 /* Watches are indexed by their descriptor (the kernel hands them out as
  * small increasing integers), so an event finds its watch in O(1). */
@@ -571,15 +574,23 @@ static void watch_refresh(struct engine *e, const struct snapshot *old, const st
 	for (size_t i = 0; i < c->nsources; i++) {
 		const char *src = c->sources[i].path;
 		size_t root_len = strlen(src);
-		/* Its parent: the source may appear there, go, or be replaced
-		 * (renamed over, a symlink to it retargeted), and a watch on the
-		 * source itself sees none of that. */
-		const char *slash = strrchr(src, '/');
-		if (slash && slash[1] && (size_t)(slash - src) < sizeof path) {
-			size_t n = slash == src ? 1 : (size_t)(slash - src);
-			memcpy(path, src, n);
-			path[n] = '\0';
-			watch_add(e, path, 0, WATCH_SOURCE_PARENT, src);
+		/* Its parent, and theirs up to the root, each for the name on
+		 * the way to the source: the source (or a directory above it,
+		 * a repository cloned again, say) may appear there, go, or be
+		 * replaced (renamed over, a symlink retargeted), and a watch on
+		 * the source itself sees none of that. */
+		char child[PATH_MAX];
+		if (snprintf(child, sizeof child, "%s", src) < (int)sizeof child) {
+			const char *slash;
+			while ((slash = strrchr(child, '/')) && slash[1]) {
+				size_t n = slash == child ? 1 : (size_t)(slash - child);
+				memcpy(path, child, n);
+				path[n] = '\0';
+				watch_add(e, path, 0, WATCH_SOURCE_PARENT, child);
+				if (n == 1)
+					break;
+				memcpy(child, path, n + 1);
+			}
 		}
 		/* The source, and each directory in it: a SKILL.md can appear in
 		 * a directory that was not a skill a moment ago. */
@@ -706,8 +717,20 @@ static bool source_named(const char *source, const char *name)
 	return strcmp(slash ? slash + 1 : source, name) == 0;
 }
 
+/* Whether path is one of dirs or lies below one of them. */
+static bool under_any(const char *path, const struct strlist *dirs)
+{
+	for (size_t i = 0; i < dirs->n; i++) {
+		size_t n = strlen(dirs->items[i]);
+		if (strncmp(path, dirs->items[i], n) == 0 && (path[n] == '\0' || path[n] == '/'))
+			return true;
+	}
+	return false;
+}
+
 /* Marks every skill of the current snapshot dirty (all is set), or those
- * of the sources listed in replaced. Returns 0 or -1 (out of memory). */
+ * of the sources in or below the directories listed in replaced. Returns 0
+ * or -1 (out of memory). */
 static int dirt_mark_sources(struct engine *e, struct dirt *d, bool all,
 			     const struct strlist *replaced)
 {
@@ -717,7 +740,7 @@ static int dirt_mark_sources(struct engine *e, struct dirt *d, bool all,
 	for (size_t i = 0; i < s->catalog->n && rc == 0; i++) {
 		const struct catalog_entry *ce = &s->catalog->entries[i];
 		if (ce->skill->dir && (all || (ce->source < c->nsources &&
-					       strlist_has(replaced, c->sources[ce->source].path))))
+					       under_any(c->sources[ce->source].path, replaced))))
 			rc = strlist_add(&d->list, ce->skill->dir);
 	}
 	snapshot_unref(s);
@@ -754,8 +777,13 @@ static void *watch_main(void *arg)
 		memset(dirt, 0, sizeof *dirt);
 		e->burst++;
 		/* Collect this burst of events, then settle for a moment so an
-		 * editor's write-rename-chmod counts as one change. */
+		 * editor's write-rename-chmod counts as one change; but for no
+		 * longer than BURST_MAX_MS in all, or a file written without a
+		 * pause (a log in a skill, one beside the config) would hold
+		 * every change back for as long as it is written. */
 		int settle_ms = 30;
+		struct timespec t0, t;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		for (;;) {
 			ssize_t n = read(e->inotify_fd, evbuf, sizeof evbuf);
 			if (n <= 0)
@@ -804,8 +832,11 @@ static void *watch_main(void *arg)
 				    strcmp(ev->name, config_base) == 0)
 					any = config_changed = true;
 			}
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			long left = BURST_MAX_MS - ((t.tv_sec - t0.tv_sec) * 1000 +
+						    (t.tv_nsec - t0.tv_nsec) / 1000000);
 			struct pollfd more = { e->inotify_fd, POLLIN, 0 };
-			if (poll(&more, 1, settle_ms) <= 0)
+			if (left <= 0 || poll(&more, 1, left < settle_ms ? (int)left : settle_ms) <= 0)
 				break;
 		}
 		/* A source replaced (a symlink retargeted, say) can hold skills

@@ -259,6 +259,43 @@ CFG
 	rm -rf "$T/src.old"
 }
 
+# A source deeper down follows a directory above it being replaced (a
+# repository cloned again) or made after the mount.
+test_source_below_replaced_directory_is_followed() {
+	rm -rf "$T/repo" "$T/repo.new" "$T/deep"
+	make_skill "$T/repo/skills" k -
+	cat >"$T/config.yaml" <<CFG
+sources: [{path: repo/skills}, {path: deep/er/skills}]
+configurations:
+  main: {skills: [k, d]}
+CFG
+	start || return
+	skills_are k || fail "before: $(ls "$MNT/skills")"
+	cp -r "$T/repo" "$T/repo.new"
+	rm -rf "$T/repo"
+	wait_for 2 skills_are "" || fail "removed source still listed: $(ls "$MNT/skills")"
+	mv "$T/repo.new" "$T/repo"
+	wait_for 2 skills_are k || fail "source under a replaced directory not seen: $(ls "$MNT/skills")"
+	make_skill "$T/deep/er/skills" d -
+	wait_for 2 skills_are "d k" || fail "source under new directories not seen: $(ls "$MNT/skills")"
+}
+
+# A file written without a pause near the skills (a log in a skill, one
+# beside the config) does not hold other changes back.
+test_changes_seen_while_a_file_is_written_nonstop() {
+	setup 24000
+	start || return
+	( for _ in $(seq 1 800); do echo x >>"$T/skills/reader/log.txt"; echo y >>"$T/beside.log"; sleep 0.005; done ) &
+	local writer=$!
+	sleep 0.3
+	sed -i 's/^description: .*/description: changed meanwhile/' "$T/skills/writer/SKILL.md"
+	wait_for 2 file_is "$MNT/skills/writer/description" "changed meanwhile" ||
+		fail "an edit was held back by a file written nonstop: $(cat "$MNT/skills/writer/description")"
+	kill "$writer" 2>/dev/null
+	wait "$writer" 2>/dev/null
+	return 0
+}
+
 # A source given as a symbolic link follows the link being retargeted, even
 # to a copy whose SKILL.md is the same file (hard-linked) with other files.
 test_source_symlink_retargeted_is_followed() {
@@ -320,7 +357,7 @@ test_watch_limit_is_a_warning() {
 		cat "$MNT/configs/main/warnings"
 		cat "$MNT/configs/main/effective"')
 	case "$out" in
-	*"changes in $T/skills/reader/a"*fs.inotify.max_user_watches*) ;;
+	*"changes in $T/"*fs.inotify.max_user_watches*) ;;
 	*) fail "no watch limit warning naming the directory and the sysctl: [$out]" ;;
 	esac
 	case "$out" in
