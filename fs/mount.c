@@ -62,6 +62,7 @@ struct run_note {
 #define LISTINGS_KEPT 8
 struct listing {
 	fuse_ino_t ino; /* 0: free */
+	uint32_t gen;   /* which listing of ino: the high half of its offsets */
 	struct view_dirent *ents;
 	size_t n;
 	uint64_t used; /* when last read, for eviction */
@@ -97,6 +98,7 @@ struct mount {
 	/* Listings being read (the request thread's alone), see do_readdir. */
 	struct listing listings[LISTINGS_KEPT];
 	uint64_t listing_clock;  /* counts READDIRs: struct listing.used */
+	uint32_t listing_gen;    /* the last listing's struct listing.gen */
 	uint64_t listings_taken; /* for the stats */
 };
 
@@ -448,31 +450,46 @@ static void listing_drop(struct listing *l)
 	*l = (struct listing){ 0 };
 }
 
-/* The listing of ino for a READDIR at off: taken afresh at offset 0 (an
- * opendir or a rewinddir: it shows what is there now), else the one kept
- * since, or taken again when it was evicted (the least recently read of
- * LISTINGS_KEPT goes). NULL with *rc on error. */
-static struct listing *listing_for(struct mount *m, fuse_ino_t ino, const char *path,
-				   struct snapshot *s, off_t off, int *rc)
+/* A directory offset names the listing it comes from and a place in it:
+ * two readers of one directory (opendir is off: the kernel sends no
+ * handle) each go on in their own listing, even when one starts over
+ * after a change. Place 1 = after ".", 2 = after "..", 2 + i + 1 = after
+ * entry i. Kept below 2^63 (off_t). */
+static off_t listing_offset(const struct listing *l, size_t place)
 {
+	return (off_t)(((uint64_t)l->gen << 32) | (uint64_t)place);
+}
+
+/* The listing of ino for a READDIR at off: taken afresh at offset 0 (an
+ * opendir or a rewinddir: it shows what is there now), else the one the
+ * offset names, or a fresh one when that was evicted (the least recently
+ * read of LISTINGS_KEPT goes). *place: where in it to go on. NULL with *rc
+ * on error. */
+static struct listing *listing_for(struct mount *m, fuse_ino_t ino, const char *path,
+				   struct snapshot *s, off_t off, size_t *place, int *rc)
+{
+	uint32_t gen = (uint32_t)((uint64_t)off >> 32);
+	*place = (size_t)((uint64_t)off & 0xffffffffu);
 	struct listing *l = NULL, *oldest = &m->listings[0];
 	for (size_t i = 0; i < LISTINGS_KEPT; i++) {
 		struct listing *c = &m->listings[i];
-		if (c->ino == ino)
+		if (off != 0 && c->ino == ino && c->gen == gen)
 			l = c;
 		if (c->used < oldest->used)
 			oldest = c;
 	}
-	if (!l || off == 0) {
+	if (!l) {
 		struct view_dirent *ents = NULL;
 		size_t n = 0;
 		*rc = view_readdir(s, path, &ents, &n);
 		if (*rc < 0)
 			return NULL;
-		if (!l)
-			l = oldest;
+		l = oldest;
 		listing_drop(l);
-		*l = (struct listing){ .ino = ino, .ents = ents, .n = n };
+		m->listing_gen = (m->listing_gen + 1) & 0x7fffffffu;
+		if (!m->listing_gen)
+			m->listing_gen = 1;
+		*l = (struct listing){ .ino = ino, .gen = m->listing_gen, .ents = ents, .n = n };
 		m->listings_taken++;
 	}
 	l->used = ++m->listing_clock;
@@ -485,7 +502,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 	char path[4096];
 	int rc = nodes_path(&m->nodes, ino, path, sizeof path);
 	struct snapshot *s = engine_snapshot(m->engine);
-	struct listing *l = rc == 0 ? listing_for(m, ino, path, s, off, &rc) : NULL;
+	size_t place = 0;
+	struct listing *l = rc == 0 ? listing_for(m, ino, path, s, off, &place, &rc) : NULL;
 	if (!l) {
 		snapshot_unref(s);
 		fuse_reply_err(req, -rc);
@@ -500,8 +518,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 		return;
 	}
 	size_t used = 0;
-	/* Offsets: 1 = ".", 2 = "..", 2 + i + 1 = entry i. */
-	for (size_t i = (size_t)off; i < n + 2; i++) {
+	for (size_t i = place; i < n + 2; i++) {
 		const char *name = i == 0 ? "." : i == 1 ? ".." : ents[i - 2].name;
 		struct stat st;
 		memset(&st, 0, sizeof st);
@@ -511,11 +528,11 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 			st.st_mode = (i < 2 || ents[i - 2].type == VIEW_DIR) ? S_IFDIR : S_IFREG;
 			if (!plus) {
 				need = fuse_add_direntry(req, buf + used, size - used, name, &st,
-							 (off_t)i + 1);
+							 listing_offset(l, i + 1));
 			} else {
 				struct fuse_entry_param e = { .attr = st };
 				need = fuse_add_direntry_plus(req, buf + used, size - used, name,
-							      &e, (off_t)i + 1);
+							      &e, listing_offset(l, i + 1));
 			}
 			if (need > size - used)
 				break;
@@ -532,7 +549,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 		memset(&e, 0, sizeof e);
 		/* Measure first: an entry that does not fit must not count as
 		 * a lookup. */
-		need = fuse_add_direntry_plus(req, NULL, 0, name, &e, (off_t)i + 1);
+		need = fuse_add_direntry_plus(req, NULL, 0, name, &e, listing_offset(l, i + 1));
 		if (need > size - used)
 			break;
 		e.ino = nodes_lookup(&m->nodes, ino, path, name);
@@ -541,11 +558,11 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 		fill_stat(m, e.ino, &a, &e.attr);
 		set_timeouts(&e, &a);
 		used += fuse_add_direntry_plus(req, buf + used, size - used, name, &e,
-					       (off_t)i + 1);
+					       listing_offset(l, i + 1));
 	}
 	snapshot_unref(s);
 	/* Read to its end: nothing more will be asked of it. */
-	if ((size_t)off >= n + 2)
+	if (place >= n + 2)
 		listing_drop(l);
 	fuse_reply_buf(req, buf, used);
 	free(buf);

@@ -59,6 +59,51 @@ test_big_listing_taken_once_per_open() {
 		fail "one ls took $taken listings for $requests READDIR requests (one per request is quadratic)"
 }
 
+# Two readers of one directory while it changes: each goes on in the
+# listing it started with, so an entry that did not change comes exactly
+# once to each (POSIX), however the other reader's listing differs.
+test_two_readers_of_a_changing_directory() {
+	make_big 5000
+	start_mount -s "$T/skills" --state "$T/state/state.db" || return
+	local out
+	out=$(python3 - "$MNT/$BIG" "$T/skills/big/many" <<'PY'
+import collections, ctypes, os, platform, struct, sys, time
+mnt, disk = sys.argv[1], sys.argv[2]
+libc = ctypes.CDLL(None, use_errno=True)
+nr = {"x86_64": 217, "aarch64": 61}[platform.machine()]
+def getdents(fd, size):
+    buf = ctypes.create_string_buffer(size)
+    n = libc.syscall(nr, fd, buf, size)
+    if n < 0:
+        raise OSError(ctypes.get_errno(), "getdents64")
+    out, off, raw = [], 0, buf.raw[:n]
+    while off < n:
+        reclen = struct.unpack_from("<H", raw, off + 16)[0]
+        out.append(raw[off + 19:off + reclen].split(b"\0", 1)[0].decode())
+        off += reclen
+    return out
+def rest(fd, got, size):
+    while True:
+        e = getdents(fd, size)
+        if not e:
+            return [x for x in got + e if x not in (".", "..")]
+        got += e
+stable = set(os.listdir(disk))
+a = os.open(mnt, os.O_RDONLY | os.O_DIRECTORY)
+first = getdents(a, 2048)
+for i in range(50):  # names that sort first: they shift every later place
+    open(os.path.join(disk, "0new%02d" % i), "w").close()
+time.sleep(1)
+b = os.open(mnt, os.O_RDONLY | os.O_DIRECTORY)
+rb = rest(b, [], 4096)
+ra = rest(a, first, 2048)
+dups = [k for k, v in collections.Counter(ra).items() if v > 1]
+print(len(dups), len(stable - set(ra)), len(rb))
+PY
+) || { fail "reader script failed: $out"; return; }
+	assert_eq "0 0 5050" "$out" "duplicates and missing entries for the first reader, entries for the second"
+}
+
 # A rewinddir on an open directory (a READDIR at offset 0 on the same
 # handle) takes a fresh listing: the handle's listing is not kept past it.
 # runs/ is listed afresh at every open, so this reaches the daemon.
