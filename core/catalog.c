@@ -204,7 +204,9 @@ static int scan_source(const struct source *src, size_t source, const struct reu
 	char path[PATH_MAX];
 	struct stat st;
 	if (snprintf(path, sizeof path, "%s/SKILL.md", src->path) < (int)sizeof path &&
-	    lstat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+	    lstat(path, &st) == 0 && (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) {
+		/* A source that is one skill (a symbolic link: an invalid
+		 * one, as in load_skill_dir). */
 		struct skill *sk;
 		if (load_skill_dir(src->path, ri, lim, dirty, &sk) < 0)
 			return -1;

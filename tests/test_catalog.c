@@ -774,6 +774,14 @@ static void test_D1_symlinked_skill_md_is_listed_invalid(void **state)
 	assert_true(must_find(cat, "real")->skill->valid);
 	catalog_free(cat);
 	config_free(c);
+	/* The same for a source that is itself one skill. */
+	const char *one[] = { dir };
+	c = default_config(one, 1);
+	cat = build(c, NULL, NULL);
+	assert_int_equal(cat->n, 1);
+	assert_false(must_find(cat, "linked")->skill->valid);
+	catalog_free(cat);
+	config_free(c);
 	free(md);
 	free(target);
 	free(dir);
