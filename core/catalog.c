@@ -332,6 +332,20 @@ static int resolve_refs(struct catalog *cat, size_t root, size_t i,
 	return 0;
 }
 
+/* Whether source i of c is a directory an earlier source already names
+ * (`s`, `./s` and `s/`, or a link to it): its skills would only shadow
+ * themselves. */
+static bool listed_before(const struct config *c, size_t i)
+{
+	struct stat a, b;
+	if (stat(c->sources[i].path, &a) < 0)
+		return false;
+	for (size_t k = 0; k < i; k++)
+		if (stat(c->sources[k].path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+			return true;
+	return false;
+}
+
 struct catalog *catalog_build(const struct config *c, const struct catalog *prev,
 			      const struct skill_limits *lim, const struct strlist *dirty)
 {
@@ -353,10 +367,18 @@ struct catalog *catalog_build(const struct config *c, const struct catalog *prev
 		ri.n = prev->n;
 		qsort(ri.by_dir, ri.n, sizeof *ri.by_dir, cmp_entry_dir);
 	}
-	for (size_t i = 0; i < c->nsources; i++)
+	for (size_t i = 0; i < c->nsources; i++) {
+		if (listed_before(c, i)) {
+			if (strlist_addf(&cat->warnings,
+					 "source %s is the same directory as an earlier source; "
+					 "it is read once", c->sources[i].path) < 0)
+				goto fail;
+			continue;
+		}
 		if (scan_source(&c->sources[i], i, &ri, lim, &dirty_sorted, &found,
 				&cat->warnings) < 0)
 			goto fail;
+	}
 	free(ri.by_dir);
 	ri.by_dir = NULL;
 	strlist_free(&dirty_sorted);

@@ -249,6 +249,28 @@ static void test_sec2_empty_catalog_lookup(void **state)
 
 /* Section 2: a name found in two sources: the first source wins; the
  * catalogue warns, naming both directories. */
+/* Section 2: one directory listed twice as a source (`s` and `s/`) is read
+ * once, with one warning, not a shadow warning per skill. */
+static void test_sec2_same_source_twice_read_once(void **state)
+{
+	const char *root = *state;
+	make_dir(root, "s");
+	char *s1 = test_join(root, "s"), *s2 = test_join(root, "s/");
+	make_skill(s1, "a", skill_md("a", NULL));
+	make_skill(s1, "b", skill_md("b", NULL));
+	const char *dirs[] = { s1, s2 };
+	struct config *c = default_config(dirs, 2);
+	struct catalog *cat = build(c, NULL, NULL);
+	assert_int_equal(cat->n, 2);
+	assert_int_equal(cat->warnings.n, 1);
+	assert_true(list_has_part(&cat->warnings, "same directory as an earlier source", NULL));
+	assert_int_equal(must_find(cat, "a")->source, 0);
+	catalog_free(cat);
+	config_free(c);
+	free(s1);
+	free(s2);
+}
+
 static void test_sec2_duplicate_first_source_wins(void **state)
 {
 	const char *root = *state;
@@ -840,6 +862,7 @@ int main(void)
 		T(test_sec2_source_that_is_one_skill),
 		T(test_sec2_sorted_by_name_and_lookup),
 		T(test_sec2_empty_catalog_lookup),
+		T(test_sec2_same_source_twice_read_once),
 		T(test_sec2_duplicate_first_source_wins),
 		T(test_sec2_large_source_loads_in_directory_order),
 		T(test_D2_trust_from_source_and_override),
