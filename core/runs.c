@@ -1583,12 +1583,13 @@ uint64_t runs_open_writer(struct runs *r, const char *id, const char *name)
 	return ticket;
 }
 
-int runs_close_writer(struct runs *r, const char *id, const char *name, uint64_t ticket)
+int runs_close_writer(struct runs *r, const char *id, const char *name, uint64_t ticket,
+		      bool release)
 {
 	pthread_mutex_lock(&r->lock);
 	struct run *run = run_find(r, id);
 	unsigned *n = run && run->serial == ticket ? writers_of(run, name) : NULL;
-	bool last = n && *n > 0 && --*n == 0;
+	bool last = n && *n > 0 && (release ? --*n == 0 : *n == 1);
 	pthread_mutex_unlock(&r->lock);
 	if (!last)
 		return 0;

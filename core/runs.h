@@ -117,11 +117,17 @@ int runs_truncate(struct runs *r, const char *id, const char *name, off_t size);
  * each command it runs. Returns the ticket for runs_close_writer; 0 when
  * closing the file starts nothing. */
 uint64_t runs_open_writer(struct runs *r, const char *id, const char *name);
-/* The end of an open from runs_open_writer (its ticket): when it was the
- * last, a written, non-empty prompt enqueues the run (R6) and a written
- * input answers a question. A ticket of a run since removed (or removed
- * and made again) changes nothing. Returns 0 or a negative errno. */
-int runs_close_writer(struct runs *r, const char *id, const char *name, uint64_t ticket);
+/* A close of an open from runs_open_writer (its ticket): release, the
+ * end of that open; else a close of the descriptor by the process that
+ * opened it (a FLUSH), which does not end the open but answers before
+ * the close returns. When that open is (or was) the last one, a written,
+ * non-empty prompt enqueues the run (R6) and a written input answers a
+ * question; doing so at the opener's close makes the run queued, and
+ * stored, by the time its writer's close returns. A ticket of a run since
+ * removed (or removed and made again) changes nothing. Returns 0 or a
+ * negative errno. */
+int runs_close_writer(struct runs *r, const char *id, const char *name, uint64_t ticket,
+		      bool release);
 
 /* Waits until run id is settled (completed, failed, cancelled, or waiting
  * for a person). Returns 0 and copies the state name into status (size

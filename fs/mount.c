@@ -124,6 +124,7 @@ struct run_open {
 	bool have;
 	struct timespec changed; /* the run's change time they were made at */
 	uint64_t writer;         /* runs_open_writer's ticket, 0: none */
+	pid_t opener;            /* who opened it, for a writer's FLUSH */
 	struct run_open *prev, *next; /* mount.opens */
 };
 
@@ -251,9 +252,9 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 /* Skill and configuration files: cached by the kernel until we invalidate
  * them (keep_cache), no FLUSH on close, and a write open is refused here.
  * Run files: direct I/O, so every read sees the run as it is now and a
- * `wait` read can block whatever the size said. Nothing happens at a
- * FLUSH (a close of one copy of a descriptor): a prompt starts its run at
- * the RELEASE of its last writer (runs_open_writer). */
+ * `wait` read can block whatever the size said. A prompt opened for
+ * writing starts its run at its opener's close (FLUSH) or at the release
+ * of its last writer (op_flush). */
 static void run_open_end(struct mount *m, fuse_ino_t ino, struct run_open *ro);
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -280,7 +281,6 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		}
 		fi->direct_io = 1;
 		fi->keep_cache = 0;
-		fi->noflush = 1;
 		/* A distinct handle per open (poll needs one), holding what
 		 * reads of a run's file render (run_open). */
 		struct run_open *ro = calloc(1, sizeof *ro);
@@ -291,6 +291,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if ((fi->flags & O_ACCMODE) != O_RDONLY && m->runs &&
 		    view_run_file(path, id, sizeof id, &name))
 			ro->writer = runs_open_writer(m->runs, id, name);
+		/* A writer's FLUSH can start the run (runs_close_writer). */
+		fi->noflush = !ro->writer;
+		ro->opener = fuse_req_ctx(req)->pid;
 		ro->next = m->opens;
 		if (m->opens)
 			m->opens->prev = ro;
@@ -392,8 +395,23 @@ static void run_open_end(struct mount *m, fuse_ino_t ino, struct run_open *ro)
 {
 	struct run_ref ref;
 	if (ro->writer && run_file_of(m, ino, &ref))
-		runs_close_writer(m->runs, ref.id, ref.name, ro->writer);
+		runs_close_writer(m->runs, ref.id, ref.name, ro->writer, true);
 	run_open_free(m, ro);
+}
+
+/* A close of a descriptor. The opener's close of a prompt it alone has
+ * open starts the run before close() returns (queued and stored when the
+ * shell's `echo > prompt` is done); the close of a copy by another process
+ * (each command of `{ echo; cat; } > prompt`) does not: the last release
+ * does, then. */
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct mount *m = M(req);
+	struct run_open *ro = (struct run_open *)(uintptr_t)fi->fh;
+	struct run_ref ref;
+	if (ro && ro->writer && fuse_req_ctx(req)->pid == ro->opener && run_file_of(m, ino, &ref))
+		runs_close_writer(m->runs, ref.id, ref.name, ro->writer, false);
+	fuse_reply_err(req, 0);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -997,6 +1015,7 @@ static const struct fuse_lowlevel_ops ops = {
 	.opendir = op_opendir,
 	.read = op_read,
 	.release = op_release,
+	.flush = op_flush,
 	.write = op_write,
 	.readdir = op_readdir,
 	.readdirplus = op_readdirplus,

@@ -465,6 +465,34 @@ assert roles == ["system", "user", "assistant", "tool", "assistant"], roles
 PY
 }
 
+# Once the writer's `echo > prompt` returns, the run is queued and stored:
+# a status read right after it never says created, and a crash right
+# after it loses nothing.
+test_closed_prompt_is_queued_and_stored() {
+	printf '[{"sleep_ms": 50}]\n' >"$T/script.json"
+	write_config "{provider: command, command: [$FAKE_MODEL, $T/script.json], timeout: 30}" 1
+	start_with || return
+	local ids= i id
+	for i in $(seq 1 60); do
+		id=$(new_run) || return
+		ids="$ids $id"
+	done
+	local seen
+	seen=$(for id in $ids; do
+		(echo "p" >"$MNT/runs/$id/prompt"; cat "$MNT/runs/$id/status") &
+	done | sort | uniq -c)
+	case "$seen" in *created*) fail "a status read after the prompt's close said created: $seen" ;; esac
+	id=$(new_run) || return
+	echo "just closed" >"$MNT/runs/$id/prompt"
+	kill -KILL "$DAEMON_PID"
+	wait "$DAEMON_PID" 2>/dev/null
+	DAEMON_PID=
+	fusermount3 -uz "$MNT" 2>/dev/null
+	start_with || return
+	assert_eq "just closed" "$(cat "$MNT/runs/$id/prompt")" "the prompt after a crash"
+	[ "$(cat "$MNT/runs/$id/status")" != created ] || fail "the run went back to created after a crash"
+}
+
 test_config_gone_before_enqueue_fails_clearly() {
 	write_config "$echo_model" 1
 	start_with || return
