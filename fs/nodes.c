@@ -181,14 +181,18 @@ static void unlink_chain(struct node **head, struct node *n, bool by_path);
 
 void nodes_unlink(struct nodes *t, const char *path)
 {
+	size_t len = strlen(path);
 	pthread_mutex_lock(&t->lock);
-	struct node **head = &t->by_path[slot_path(t, path)];
-	for (struct node *n = *head; n; n = n->next_path)
-		if (strcmp(n->path, path) == 0) {
-			unlink_chain(head, n, true);
-			n->unlinked = true;
-			break;
+	for (size_t i = 0; i < t->nbuckets; i++) {
+		for (struct node *n = t->by_path[i], *next; n; n = next) {
+			next = n->next_path;
+			if (strncmp(n->path, path, len) == 0 &&
+			    (n->path[len] == '\0' || n->path[len] == '/')) {
+				unlink_chain(&t->by_path[i], n, true);
+				n->unlinked = true;
+			}
 		}
+	}
 	pthread_mutex_unlock(&t->lock);
 }
 

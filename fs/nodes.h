@@ -42,9 +42,11 @@ void nodes_destroy(struct nodes *t);
  * for an unknown inode, or -ENAMETOOLONG. */
 int nodes_path(struct nodes *t, uint64_t ino, char *buf, size_t size);
 
-/* The directory at path was removed: its node no longer has a path (the
- * kernel holds it as a dead directory until it forgets it), so a
- * directory made again under that name gets a new inode number. */
+/* The directory at path was removed: its node and those below it no
+ * longer have a path (the kernel may hold them, the directory dead, until
+ * it forgets them; they then name nothing: ENOENT), so a directory made
+ * again under that name gets new inode numbers, and a descriptor still
+ * open in the old one never reaches the new one. Linear in the nodes. */
 void nodes_unlink(struct nodes *t, const char *path);
 
 /* The node for parent/name, created if new, with its lookup count raised

@@ -636,6 +636,22 @@ test_removed_run_id_comes_back_fresh() {
 	rmdir "$MNT/runs/$id" || fail "rmdir with a file open failed"
 	mkdir "$MNT/runs/$id" || fail "mkdir with the old one still open failed"
 	assert_eq created "$(cat "$MNT/runs/$id/status")" "the new run's status"
+	[ "$(cat <&6 2>/dev/null)" != created ] || fail "a descriptor of the removed run reads the new one"
+	# A writer of the removed run does not reach the new run either.
+	python3 - "$MNT/runs" "$id" <<'PY' || fail "a writer of a removed run reached the new run"
+import os, sys
+runs, rid = sys.argv[1], sys.argv[2]
+fd = os.open(f"{runs}/{rid}/prompt", os.O_WRONLY)
+os.rmdir(f"{runs}/{rid}")
+os.mkdir(f"{runs}/{rid}")
+try:
+    os.pwrite(fd, b"injected\n", 0)
+except OSError:
+    pass
+os.close(fd)
+assert open(f"{runs}/{rid}/prompt").read() == "", "injected"
+assert open(f"{runs}/{rid}/status").read() == "created\n"
+PY
 	echo "again" >"$MNT/runs/$id/prompt" || fail "writing the new run's prompt failed"
 	assert_eq completed "$(cat "$MNT/runs/$id/wait")" "the new run completes"
 	exec 6<&-
