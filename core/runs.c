@@ -1420,6 +1420,12 @@ ssize_t runs_write(struct runs *r, const char *id, const char *name, const char 
 			tmp = (struct buf){ 0 };
 			run->input_written = true;
 		}
+		if (rc == -EFBIG || rc == -EINVAL) {
+			/* As for the prompt: an answer cut short is not sent;
+			 * one written again from its start is. */
+			buf_free(&run->input);
+			run->input_written = false;
+		}
 	} else {
 		rc = -EACCES;
 	}

@@ -531,6 +531,21 @@ JSON
 	expect_fail "Invalid argument" bash -c "printf 'bl\\xffue\\n' > '$MNT/runs/$id/input'"
 	assert_eq waiting_for_input "$(cat "$MNT/runs/$id/status")" "a refused answer changes nothing"
 	assert_eq 0 "$(stat -c %s "$MNT/runs/$id/input")" "input before an answer is empty"
+	# An answer cut short by a refused write is not sent.
+	python3 - "$MNT/runs/$id/input" <<'PY' || fail "the second write of a bad answer was not refused"
+import errno, os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)
+os.write(fd, b"good part\n")
+try:
+    os.write(fd, b"bad\xff\n")
+except OSError as e:
+    assert e.errno == errno.EINVAL, e
+else:
+    raise SystemExit("accepted")
+os.close(fd)
+PY
+	sleep 0.2
+	assert_eq waiting_for_input "$(cat "$MNT/runs/$id/status")" "an answer cut short is not sent"
 	echo blue >"$MNT/runs/$id/input"
 	assert_eq completed "$(cat "$MNT/runs/$id/wait")" "after the answer"
 	[ ! -e "$MNT/runs/$id/pending" ] || fail "pending left after the run ended"
