@@ -580,7 +580,8 @@ static void watch_refresh(struct engine *e, const struct snapshot *old, const st
 		 * replaced (renamed over, a symlink retargeted), and a watch on
 		 * the source itself sees none of that. */
 		char child[PATH_MAX];
-		if (snprintf(child, sizeof child, "%s", src) < (int)sizeof child) {
+		if (root_len < sizeof child) {
+			memcpy(child, src, root_len + 1);
 			const char *slash;
 			while ((slash = strrchr(child, '/')) && slash[1]) {
 				size_t n = slash == child ? 1 : (size_t)(slash - child);
