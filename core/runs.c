@@ -230,7 +230,11 @@ static void answer_waiters(struct waiter *w, int err, const char *status)
  * waiters, and the mount when what it lists may have changed: the state
  * (result, error, pending come and go with it) or, with new_files, the
  * sub-agents. Other files of a run are never cached by the kernel. */
-static void refresh_files(struct runs *r, const char *id, bool new_files)
+/* Brings run id's entry up to date with the store, answers its waiters
+ * when it has settled and tells the mount. From a worker (not a request
+ * handler), the mount shows the change before the waiters are answered,
+ * so a script that lists the run after `cat wait` sees its result. */
+static void refresh_files(struct runs *r, const char *id, bool new_files, bool worker)
 {
 	enum runstate st = RUNSTATE_CREATED;
 	struct waiter *ready = NULL;
@@ -250,15 +254,24 @@ static void refresh_files(struct runs *r, const char *id, bool new_files)
 			ready = take_waiters(r, id, false);
 	}
 	pthread_mutex_unlock(&r->lock);
-	/* Blocked readers first: they wait on this; listings can follow. */
+	unsigned what = (state_changed ? RUN_CHANGED_STATE : 0) |
+			(new_files ? RUN_CHANGED_SUBAGENTS : 0);
+	if (worker && what)
+		notify(r, id, what | RUN_CHANGED_NOW);
 	answer_waiters(ready, 0, runstate_name(st));
-	notify(r, id, (state_changed ? RUN_CHANGED_STATE : 0) |
-			     (new_files ? RUN_CHANGED_SUBAGENTS : 0));
+	if (!worker)
+		notify(r, id, what);
 }
 
 static void refresh(struct runs *r, const char *id)
 {
-	refresh_files(r, id, false);
+	refresh_files(r, id, false, false);
+}
+
+/* refresh from a worker thread. */
+static void refresh_from_worker(struct runs *r, const char *id)
+{
+	refresh_files(r, id, false, true);
 }
 
 /* ---- ids ---- */
@@ -330,7 +343,7 @@ static bool runs_stopping(void *arg)
 
 static void progress(void *arg, const char *id, bool new_files)
 {
-	refresh_files(arg, id, new_files);
+	refresh_files(arg, id, new_files, true);
 }
 
 /* The resolution of configuration cfg with forced skills: the snapshot's
@@ -353,7 +366,7 @@ static void fail_run(struct runs *r, const char *id, enum runstate from, const c
 {
 	struct run_change ch = { .error = msg };
 	store_run_transition(r->store, id, from, RUNSTATE_FAILED, &ch, NULL);
-	refresh(r, id);
+	refresh_from_worker(r, id);
 }
 
 static void execute(struct runs *r, struct run *run)
@@ -457,7 +470,7 @@ out:
 	free(forced);
 	snapshot_unref(s);
 	run_row_free(&row);
-	refresh(r, id);
+	refresh_from_worker(r, id);
 }
 
 static void *worker_main(void *arg)

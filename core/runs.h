@@ -28,6 +28,10 @@ enum run_change_what {
 	RUN_CHANGED_STATE = 1 << 2,     /* its state (and the files that come
 	                                   and go with it) */
 	RUN_CHANGED_SUBAGENTS = 1 << 3, /* a sub-agent started or ended */
+	RUN_CHANGED_NOW = 1 << 4,       /* from a worker, not a request: show
+	                                   it before returning (the run's
+	                                   waiters are answered next, and a
+	                                   script then lists the directory) */
 };
 
 /* Called (from any thread, never with runs locks held) after a change of

@@ -828,6 +828,12 @@ static void on_run_change(void *arg, const char *id, unsigned what)
 	struct mount *m = arg;
 	if (m->stopping)
 		return;
+	if (what & RUN_CHANGED_NOW) {
+		/* A worker's: never a request handler, which must not wait on
+		 * the kernel for its own inodes. */
+		apply_run_note(m, id, what);
+		return;
+	}
 	struct run_note *n = calloc(1, sizeof *n);
 	if (!n)
 		return; /* out of memory: listings stay as they were until the next change */

@@ -375,6 +375,22 @@ test_fifty_runs_four_workers() {
 		writers+=($!)
 	done
 	wait "${writers[@]}"
+	# Scripts side by side, each listing its run as soon as wait returns:
+	# the result is listed then (the kernel's cached listing is dropped
+	# before the waiters are answered).
+	local missed
+	missed=$(for i in 1 2 3; do
+		(
+			for _ in $(seq 1 40); do
+				id=$(cat "$MNT/runs/new") && mkdir "$MNT/runs/$id" || exit 1
+				ls "$MNT/runs/$id" >/dev/null
+				echo p >"$MNT/runs/$id/prompt"
+				cat "$MNT/runs/$id/wait" >/dev/null
+				ls "$MNT/runs/$id" | grep -qx result || echo missed
+			done
+		) &
+	done | grep -c missed)
+	assert_eq 0 "$missed" "runs listed without their result right after wait"
 	for i in "${!ids[@]}"; do
 		assert_eq completed "$(timeout 30 cat "$MNT/runs/${ids[$i]}/wait")" "run $i"
 		grep -q "echo: run number $i\$" "$MNT/runs/${ids[$i]}/result" ||
