@@ -105,9 +105,7 @@ static char *cwd_dup(void)
 	return getcwd(NULL, 0);
 }
 
-/* p made absolute against the current directory, normalised; NULL on
- * failure (errno set). */
-static char *path_absolute(const char *p)
+char *config_path_absolute(const char *p)
 {
 	if (p[0] == '/')
 		return path_resolve(NULL, p);
@@ -986,7 +984,7 @@ int config_parse(const char *text, size_t len, const char *path,
 		fail_oom(&x);
 		goto done;
 	}
-	base = base_dir ? path_absolute(base_dir) : cwd_dup();
+	base = base_dir ? config_path_absolute(base_dir) : cwd_dup();
 	if (!base) {
 		char eb[128];
 		if (asprintf(&x.err, "%s: cannot resolve the base directory: %s", x.file,
@@ -997,7 +995,7 @@ int config_parse(const char *text, size_t len, const char *path,
 	x.c->base_dir = base;
 	x.base_dir = base;
 	if (path) {
-		x.c->path = path_absolute(path);
+		x.c->path = config_path_absolute(path);
 		if (!x.c->path) {
 			fail_oom(&x);
 			goto done;
@@ -1107,7 +1105,7 @@ int config_load(const char *path, struct config **out, char **err)
 			*err = strdup("out of memory");
 		return -1;
 	}
-	char *abs = path_absolute(path);
+	char *abs = config_path_absolute(path);
 	if (!abs) {
 		buf_free(&b);
 		set_err(err, NULL);
@@ -1160,7 +1158,7 @@ fail:
 int config_add_sources(struct config *c, const char *const *dirs, size_t ndirs)
 {
 	for (size_t i = 0; i < ndirs; i++) {
-		char *abs = path_absolute(dirs[i]);
+		char *abs = config_path_absolute(dirs[i]);
 		if (!abs || add_source(c, abs, TRUST_FIRST_PARTY) < 0)
 			return -1;
 	}

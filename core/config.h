@@ -105,6 +105,11 @@ int config_parse(const char *text, size_t len, const char *path,
  * skill. Returns NULL on ENOMEM. */
 struct config *config_default(const char *const *dirs, size_t ndirs);
 
+/* p made absolute against the current directory and normalised by its
+ * text alone (symbolic links are kept: a link retargeted later is
+ * followed); a new string, or NULL on failure (errno set). */
+char *config_path_absolute(const char *p);
+
 /* Appends extra -s directories as first_party sources after those of the
  * file. Returns 0 or -1 on ENOMEM. */
 int config_add_sources(struct config *c, const char *const *dirs, size_t ndirs);

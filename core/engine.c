@@ -221,10 +221,15 @@ struct engine *engine_open(const struct engine_options *opt, char **err)
 		}
 	}
 	for (size_t i = 0; i < opt->ndirs; i++) {
-		char *abs = realpath(opt->dirs[i], NULL);
-		if (!abs) {
+		/* Absolute now (a daemon leaves its directory), but through any
+		 * symbolic link in it, as a source in the config file: a link
+		 * retargeted later is followed. */
+		char *abs = config_path_absolute(opt->dirs[i]);
+		struct stat st;
+		if (!abs || stat(abs, &st) < 0) {
 			if (asprintf(err, "skills directory %s: %s", opt->dirs[i], strerror(errno)) < 0)
 				*err = NULL;
+			free(abs);
 			goto fail;
 		}
 		if (strlist_add_owned(&e->dirs, abs) < 0)

@@ -259,6 +259,19 @@ CFG
 	rm -rf "$T/src.old"
 }
 
+# A skills directory given with -s as a symbolic link follows the link
+# being retargeted, as a source in the config file does.
+test_dash_s_symlink_retargeted_is_followed() {
+	rm -rf "$T/s1" "$T/s2" "$T/scur"
+	make_skill "$T/s1" one -
+	make_skill "$T/s2" two -
+	ln -s s1 "$T/scur"
+	start_mount -s "$T/scur" --state "$T/state.db" || return
+	skills_are one || fail "before: $(ls "$MNT/skills")"
+	ln -sfn s2 "$T/scur"
+	wait_for 2 skills_are two || fail "retargeted -s link not seen: $(ls "$MNT/skills")"
+}
+
 # A source deeper down follows a directory above it being replaced (a
 # repository cloned again) or made after the mount.
 test_source_below_replaced_directory_is_followed() {
