@@ -253,14 +253,11 @@ static int scan_source(const struct source *src, size_t source, const struct reu
 
 bool catalog_same(const struct catalog *a, const struct catalog *b)
 {
-	if (a->n != b->n || a->warnings.n != b->warnings.n)
+	if (a->n != b->n || !strlist_equal(&a->warnings, &b->warnings))
 		return false;
 	for (size_t i = 0; i < a->n; i++)
 		if (a->entries[i].skill != b->entries[i].skill ||
 		    a->entries[i].source != b->entries[i].source)
-			return false;
-	for (size_t i = 0; i < a->warnings.n; i++)
-		if (strcmp(a->warnings.items[i], b->warnings.items[i]) != 0)
 			return false;
 	return true;
 }

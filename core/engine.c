@@ -549,13 +549,19 @@ static void watch_tree(struct engine *e, const char *dir, size_t root_len, int d
 	closedir(d);
 }
 
+/* Whether path is dir or lies below it. */
+static bool path_within(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
 /* The length of the source path that begins dir (a skill's directory of
  * source index si in c), or of dir itself should it not begin with it. */
 static size_t source_root_len(const struct config *c, size_t si, const char *dir)
 {
-	size_t n = si < c->nsources ? strlen(c->sources[si].path) : 0;
-	if (n && strncmp(dir, c->sources[si].path, n) == 0 && (dir[n] == '/' || dir[n] == '\0'))
-		return n;
+	if (si < c->nsources && c->sources[si].path[0] && path_within(dir, c->sources[si].path))
+		return strlen(c->sources[si].path);
 	return strlen(dir);
 }
 
@@ -726,11 +732,9 @@ static bool source_named(const char *source, const char *name)
 /* Whether path is one of dirs or lies below one of them. */
 static bool under_any(const char *path, const struct strlist *dirs)
 {
-	for (size_t i = 0; i < dirs->n; i++) {
-		size_t n = strlen(dirs->items[i]);
-		if (strncmp(path, dirs->items[i], n) == 0 && (path[n] == '\0' || path[n] == '/'))
+	for (size_t i = 0; i < dirs->n; i++)
+		if (path_within(path, dirs->items[i]))
 			return true;
-	}
 	return false;
 }
 

@@ -229,11 +229,10 @@ static void answer_waiters(struct waiter *w, int err, const char *status)
 /* Re-reads the state of a run after the store changed it, and tells
  * waiters, and the mount when what it lists may have changed: the state
  * (result, error, pending come and go with it) or, with new_files, the
- * sub-agents. Other files of a run are never cached by the kernel. */
-/* Brings run id's entry up to date with the store, answers its waiters
- * when it has settled and tells the mount. From a worker (not a request
- * handler), the mount shows the change before the waiters are answered,
- * so a script that lists the run after `cat wait` sees its result. */
+ * sub-agents. Other files of a run are never cached by the kernel. From a
+ * worker (not a request handler), the mount shows the change before the
+ * waiters are answered, so a script that lists the run after `cat wait`
+ * sees its result. */
 static void refresh_files(struct runs *r, const char *id, bool new_files, bool worker)
 {
 	enum runstate st = RUNSTATE_CREATED;
@@ -293,7 +292,7 @@ bool runs_id_valid(const char *id)
 /* A new id from the clock and a little randomness: sorts by creation time
  * in `ls runs`, and scripts that read runs/new at the same moment get
  * different ids (24 random bits). Called with the lock held. */
-static void make_id(struct runs *r, char *out, size_t size, struct timespec *when)
+static void make_id(struct runs *r, char *out, size_t size)
 {
 	do {
 		struct timespec ts;
@@ -309,15 +308,13 @@ static void make_id(struct runs *r, char *out, size_t size, struct timespec *whe
 		snprintf(out, size, "%04d%02d%02d-%02d%02d%02d-%02x%02x%02x", tm.tm_year + 1900,
 			 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, rnd[0], rnd[1],
 			 rnd[2]);
-		*when = ts;
 	} while (run_find(r, out));
 }
 
 void runs_new_id(struct runs *r, char *out, size_t size, struct timespec *mtime)
 {
-	struct timespec when;
 	pthread_mutex_lock(&r->lock);
-	make_id(r, out, size, &when);
+	make_id(r, out, size);
 	pthread_mutex_unlock(&r->lock);
 	if (mtime)
 		*mtime = r->opened;
@@ -686,9 +683,8 @@ int runs_create(struct runs *r, const char *id)
 		store_run_delete(r->store, id, NULL);
 		rc = -ENOMEM;
 	}
-	if (rc == 0) {
+	if (rc == 0)
 		clock_gettime(CLOCK_REALTIME, &r->listing_changed);
-	}
 	pthread_mutex_unlock(&r->lock);
 	if (rc == 0)
 		notify(r, id, RUN_CHANGED_CREATED | RUN_CHANGED_STATE);

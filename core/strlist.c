@@ -48,6 +48,16 @@ bool strlist_has(const struct strlist *l, const char *s)
 	return false;
 }
 
+bool strlist_equal(const struct strlist *a, const struct strlist *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (strcmp(a->items[i], b->items[i]) != 0)
+			return false;
+	return true;
+}
+
 int strlist_extend(struct strlist *l, const struct strlist *src)
 {
 	for (size_t i = 0; i < src->n; i++)

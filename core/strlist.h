@@ -21,6 +21,8 @@ int strlist_addf(struct strlist *l, const char *fmt, ...)
 int strlist_add_owned(struct strlist *l, char *s);
 /* True when s is in the list (exact match). */
 bool strlist_has(const struct strlist *l, const char *s);
+/* True when a and b hold the same strings in the same order. */
+bool strlist_equal(const struct strlist *a, const struct strlist *b);
 /* Appends copies of every item of src. Returns 0 or -1. */
 int strlist_extend(struct strlist *l, const struct strlist *src);
 /* Sorts the list bytewise (strcmp order). */

@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "buf.h"
 #include "check.h"
+#include "config.h"
 #include "engine.h"
 #include "model.h"
 #include "mount.h"
@@ -130,15 +130,9 @@ static char *absolute(const char *path, bool must_exist, const char *what)
 			fprintf(stderr, "skillfs: %s %s: %s\n", what, path, strerror(errno));
 		return r;
 	}
-	if (path[0] == '/')
-		return strdup(path);
-	char *cwd = getcwd(NULL, 0);
-	char *r = NULL;
-	if (!cwd || asprintf(&r, "%s/%s", cwd, path) < 0) {
+	char *r = config_path_absolute(path);
+	if (!r)
 		fprintf(stderr, "skillfs: %s %s: %s\n", what, path, strerror(errno));
-		r = NULL;
-	}
-	free(cwd);
 	return r;
 }
 

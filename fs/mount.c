@@ -23,8 +23,6 @@
  * change when the disk does, and are then invalidated explicitly. */
 #define STATIC_TIMEOUT 3600.0
 
-/* A read of runs/<id>/wait, answered when the run settles (files under
- * runs/ are direct I/O, so the read reaches us whatever the size). */
 /* What the run manager hands back to wait_done: it owns it until it
  * calls wait_done, or until runs_wait_cancel takes the wait back. */
 struct wait_ticket {
@@ -32,6 +30,8 @@ struct wait_ticket {
 	uint64_t key;
 };
 
+/* A read of runs/<id>/wait, answered when the run settles (files under
+ * runs/ are direct I/O, so the read reaches us whatever the size). */
 struct wait_req {
 	uint64_t key;    /* ours, passed to runs_wait and the interrupt hook */
 	uint64_t handle; /* the run manager's */
@@ -600,7 +600,6 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 	do_readdir(req, ino, size, off, true);
 }
 
-/* A close: the run manager starts a run when a written prompt closes. */
 /* ---- runs/<id>/wait: a read answered when the run settles (D8) ---- */
 
 static void reply_status(fuse_req_t req, const char *status, size_t size, off_t off)
@@ -1043,14 +1042,10 @@ static bool entry_changed(const struct catalog_entry *a, const struct catalog_en
 {
 	if (!a || !b)
 		return a != b;
-	if (a->skill != b->skill || a->trust != b->trust || a->disabled != b->disabled ||
-	    a->source != b->source || a->nref_subs != b->nref_subs ||
-	    a->is_referenced_sub != b->is_referenced_sub || a->warnings.n != b->warnings.n)
-		return true;
-	for (size_t i = 0; i < a->warnings.n; i++)
-		if (strcmp(a->warnings.items[i], b->warnings.items[i]) != 0)
-			return true;
-	return false;
+	return a->skill != b->skill || a->trust != b->trust || a->disabled != b->disabled ||
+	       a->source != b->source || a->nref_subs != b->nref_subs ||
+	       a->is_referenced_sub != b->is_referenced_sub ||
+	       !strlist_equal(&a->warnings, &b->warnings);
 }
 
 static bool catalog_names_changed(const struct catalog *a, const struct catalog *b)
@@ -1059,18 +1054,6 @@ static bool catalog_names_changed(const struct catalog *a, const struct catalog 
 		return true;
 	for (size_t i = 0; i < a->n; i++)
 		if (strcmp(a->entries[i].skill->name, b->entries[i].skill->name) != 0)
-			return true;
-	return false;
-}
-
-/* Whether the catalogue-wide warnings (shown in every configuration's
- * warnings) differ. */
-static bool catalog_warnings_changed(const struct catalog *a, const struct catalog *b)
-{
-	if (a->warnings.n != b->warnings.n)
-		return true;
-	for (size_t i = 0; i < a->warnings.n; i++)
-		if (strcmp(a->warnings.items[i], b->warnings.items[i]) != 0)
 			return true;
 	return false;
 }
@@ -1091,8 +1074,9 @@ static void on_change(void *ctx, const struct snapshot *old, const struct snapsh
 	bool config_changed = old->cfg != now->cfg || (old->config_error == NULL) !=
 							      (now->config_error == NULL);
 	bool names_changed = catalog_names_changed(old->catalog, now->catalog);
+	/* The catalogue-wide warnings show in every configuration's. */
 	bool any_skill_changed = names_changed ||
-				 catalog_warnings_changed(old->catalog, now->catalog);
+				 !strlist_equal(&old->catalog->warnings, &now->catalog->warnings);
 	struct node_ref *refs;
 	size_t n;
 	if (nodes_snapshot(&m->nodes, &refs, &n) < 0)
