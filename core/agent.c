@@ -1010,6 +1010,10 @@ static int call_model(struct chat *c)
 	if (json_is_object(rep.usage) && !(usage = usage_add(a->usage, rep.usage)))
 		rc = oom(a);
 	bool final = json_array_size(json_object_get(rep.message, "tool_calls")) == 0;
+	/* The answers to these calls go back to the model, within the turn
+	 * limit: its next start overlaps committing and running them. */
+	if (!final && turns + 1 < max)
+		model_prepare(a->env->model);
 	if (rc == STEP_OK && final && c->is_main) {
 		/* Committed by finish() together with the completion. */
 		c->final_msg = json_incref(rep.message);

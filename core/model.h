@@ -69,6 +69,10 @@ struct model_ops {
 	int (*complete)(void *ctx, const struct model_request *req,
 			struct model_reply *out, char **err);
 	void (*free)(void *ctx); /* may be NULL */
+	/* May be NULL: gets ready for the next complete call (the command
+	 * provider starts its program, which then waits for its request).
+	 * Silent: a failure shows when complete runs. */
+	void (*prepare)(void *ctx);
 };
 
 struct model;
@@ -101,6 +105,13 @@ const char *model_provider(const struct model *m);
  * concurrently. */
 int model_complete(struct model *m, const struct model_request *req,
 		   struct model_reply *out, char **err);
+
+/* Tells the model that a call is coming, so that its start-up (a command
+ * provider's program loading) overlaps what the caller does first, such
+ * as committing the step before the call. No request is sent: the next
+ * model_complete sends it. A no-op for providers with nothing to prepare;
+ * what was prepared and not used is undone by model_free. */
+void model_prepare(struct model *m);
 
 /* Normalises an assistant message as described for model_reply.message.
  * Returns a new reference, or NULL with a malloc'd *err when msg is not an

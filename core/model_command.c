@@ -14,6 +14,7 @@ struct command {
 	char **argv; /* NULL-terminated */
 	char *model;
 	int timeout_s;
+	struct proc *ready; /* started by prepare, fed by the next call */
 };
 
 static void command_free(void *ctx)
@@ -21,6 +22,7 @@ static void command_free(void *ctx)
 	struct command *c = ctx;
 	if (!c)
 		return;
+	proc_discard(c->ready);
 	for (size_t i = 0; c->argv && c->argv[i]; i++)
 		free(c->argv[i]);
 	free(c->argv);
@@ -110,7 +112,8 @@ static int command_complete(void *ctx, const struct model_request *req,
 		.cancel_arg = (void *)req,
 	};
 	struct proc_result res;
-	int pr = proc_run(&spec, &res);
+	struct proc *ready = __atomic_exchange_n(&c->ready, NULL, __ATOMIC_ACQ_REL);
+	int pr = ready ? proc_finish(ready, &spec, &res) : proc_run(&spec, &res);
 	free(text);
 
 	struct buf msg = { 0 };
@@ -171,10 +174,32 @@ static int command_complete(void *ctx, const struct model_request *req,
 	return 0;
 }
 
+/* Starts the program for the next call; it blocks reading its stdin
+ * until the call feeds it. */
+static void command_prepare(void *ctx)
+{
+	struct command *c = ctx;
+	if (__atomic_load_n(&c->ready, __ATOMIC_ACQUIRE))
+		return;
+	struct proc_spec spec = {
+		.argv = (const char *const *)c->argv,
+		.timeout_ms = c->timeout_s * 1000,
+		.output_max = MODEL_COMMAND_OUTPUT_MAX,
+	};
+	struct proc_result res;
+	struct proc *p = proc_start(&spec, &res);
+	proc_result_free(&res); /* a failure is reported by the call itself */
+	struct proc *none = NULL;
+	if (p && !__atomic_compare_exchange_n(&c->ready, &none, p, false, __ATOMIC_ACQ_REL,
+					      __ATOMIC_ACQUIRE))
+		proc_discard(p);
+}
+
 static const struct model_ops command_ops = {
 	.name = "command",
 	.complete = command_complete,
 	.free = command_free,
+	.prepare = command_prepare,
 };
 
 int model_command_open(const struct model_config *mc, const struct model_ops **ops,

@@ -400,17 +400,24 @@ static void supervise(const struct proc_spec *spec, struct proc_result *res,
 	}
 }
 
-int proc_run(const struct proc_spec *spec, struct proc_result *res)
-{
-	memset(res, 0, sizeof *res);
-	res->exit_code = -1;
-	if (!spec || !spec->argv || !spec->argv[0] || spec->timeout_ms <= 0 ||
-	    spec->output_max == 0 || (spec->stdin_len && !spec->stdin_data)) {
-		buf_puts(&res->err, "invalid process specification");
-		errno = EINVAL;
-		return -1;
-	}
+/* A started program: its group leader and our ends of its pipes. */
+struct proc {
+	pid_t pid;
+	int in, out, err, pidfd;
+};
 
+static bool spec_valid(const struct proc_spec *spec)
+{
+	return spec && spec->argv && spec->argv[0] && spec->timeout_ms > 0 &&
+	       spec->output_max > 0 && (!spec->stdin_len || spec->stdin_data);
+}
+
+/* Starts spec's program with stdin a pipe (stdin_pipe) or /dev/null.
+ * Returns 0, or -1 with errno and res->err set. */
+static int start(const struct proc_spec *spec, bool stdin_pipe, struct proc *p,
+		 struct proc_result *res)
+{
+	*p = (struct proc){ .pid = -1, .in = -1, .out = -1, .err = -1, .pidfd = -1 };
 	struct child_plan plan = {
 		.argv = (char *const *)spec->argv,
 		.envp = spec->envp ? (char *const *)spec->envp : environ,
@@ -433,18 +440,8 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res)
 		plan.fd_scan_max = (int)nf.rlim_cur;
 
 	int inp[2] = { -1, -1 }, outp[2] = { -1, -1 }, errp[2] = { -1, -1 };
-	struct io io = { .in = -1, .out = -1, .err = -1, .pidfd = -1,
-			 .data = spec->stdin_data, .len = spec->stdin_len };
 	int ret = -1, e = 0;
-	pid_t pid = -1;
-
-	sigset_t pipeset, oldmask, pending;
-	sigemptyset(&pipeset);
-	sigaddset(&pipeset, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &pipeset, &oldmask);
-	bool pipe_was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
-
-	if (spec->stdin_len) {
+	if (stdin_pipe) {
 		if (make_pipe(inp) < 0 || set_nonblock(inp[1]) < 0)
 			goto sys_fail;
 	} else {
@@ -461,12 +458,9 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res)
 	plan.err_fd = spec->merge_stderr ? outp[1] : errp[1];
 
 	/* Returns once the child has called execve or failed before it. */
-	pid = spawn_child(&plan);
+	pid_t pid = spawn_child(&plan);
 	if (pid < 0)
 		goto sys_fail;
-	close_fd(&inp[0]);
-	close_fd(&outp[1]);
-	close_fd(&errp[1]);
 	if (plan.failed) {
 		int st;
 		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
@@ -475,31 +469,16 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res)
 		e = plan.err;
 		goto out;
 	}
-
-	io.in = inp[1];
+	p->pid = pid;
+	p->in = inp[1];
 	inp[1] = -1;
-	io.out = outp[0];
+	p->out = outp[0];
 	outp[0] = -1;
-	io.err = errp[0];
+	p->err = errp[0];
 	errp[0] = -1;
 #ifdef SYS_pidfd_open
-	io.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 #endif
-	supervise(spec, res, pid, &io);
-
-	/* The leader is unreaped here, so its pid still names the group. */
-	kill(-pid, SIGKILL);
-	int st = 0;
-	pid_t w;
-	while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
-		;
-	if (w == pid) {
-		if (WIFEXITED(st)) {
-			res->exit_code = WEXITSTATUS(st);
-		} else if (WIFSIGNALED(st)) {
-			res->signal = WTERMSIG(st);
-		}
-	}
 	ret = 0;
 	goto out;
 
@@ -512,25 +491,125 @@ sys_fail:
 			   errstr(e, eb, sizeof eb));
 	}
 out:
-	close_fd(&io.in);
-	close_fd(&io.out);
-	close_fd(&io.err);
-	close_fd(&io.pidfd);
 	close_fd(&inp[0]);
 	close_fd(&inp[1]);
 	close_fd(&outp[0]);
 	close_fd(&outp[1]);
 	close_fd(&errp[0]);
 	close_fd(&errp[1]);
+	free(path);
+	if (ret < 0)
+		errno = e;
+	return ret;
+}
+
+/* Kills p's group (its leader is unreaped, so its pid still names the
+ * group), reaps the leader into res (when given) and closes p's pipes. */
+static void end(struct proc *p, struct proc_result *res)
+{
+	kill(-p->pid, SIGKILL);
+	int st = 0;
+	pid_t w;
+	while ((w = waitpid(p->pid, &st, 0)) < 0 && errno == EINTR)
+		;
+	if (res && w == p->pid) {
+		if (WIFEXITED(st))
+			res->exit_code = WEXITSTATUS(st);
+		else if (WIFSIGNALED(st))
+			res->signal = WTERMSIG(st);
+	}
+	close_fd(&p->in);
+	close_fd(&p->out);
+	close_fd(&p->err);
+	close_fd(&p->pidfd);
+}
+
+/* Feeds spec's stdin bytes to started p and supervises it to its end. */
+static void finish(const struct proc_spec *spec, struct proc *p, struct proc_result *res)
+{
+	struct io io = { .in = p->in, .out = p->out, .err = p->err, .pidfd = p->pidfd,
+			 .data = spec->stdin_data, .len = spec->stdin_len };
+	p->in = p->out = p->err = p->pidfd = -1;
+	sigset_t pipeset, oldmask, pending;
+	sigemptyset(&pipeset);
+	sigaddset(&pipeset, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipeset, &oldmask);
+	bool pipe_was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+	supervise(spec, res, p->pid, &io);
+	p->in = io.in;
+	p->out = io.out;
+	p->err = io.err;
+	p->pidfd = io.pidfd;
+	end(p, res);
 	if (io.epipe && !pipe_was_pending) {
 		struct timespec zero = { 0, 0 };
 		(void)sigtimedwait(&pipeset, NULL, &zero);
 	}
 	pthread_sigmask(SIG_SETMASK, &oldmask, NULL);
-	free(path);
-	if (ret < 0)
+}
+
+static int invalid_spec(struct proc_result *res)
+{
+	buf_puts(&res->err, "invalid process specification");
+	errno = EINVAL;
+	return -1;
+}
+
+int proc_run(const struct proc_spec *spec, struct proc_result *res)
+{
+	memset(res, 0, sizeof *res);
+	res->exit_code = -1;
+	if (!spec_valid(spec))
+		return invalid_spec(res);
+	struct proc p;
+	if (start(spec, spec->stdin_len > 0, &p, res) < 0)
+		return -1;
+	finish(spec, &p, res);
+	return 0;
+}
+
+struct proc *proc_start(const struct proc_spec *spec, struct proc_result *res)
+{
+	memset(res, 0, sizeof *res);
+	res->exit_code = -1;
+	if (!spec_valid(spec)) {
+		invalid_spec(res);
+		return NULL;
+	}
+	struct proc *p = malloc(sizeof *p);
+	if (!p) {
+		buf_puts(&res->err, "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (start(spec, true, p, res) < 0) {
+		int e = errno;
+		free(p);
 		errno = e;
-	return ret;
+		return NULL;
+	}
+	return p;
+}
+
+int proc_finish(struct proc *p, const struct proc_spec *spec, struct proc_result *res)
+{
+	memset(res, 0, sizeof *res);
+	res->exit_code = -1;
+	if (!spec_valid(spec)) {
+		proc_discard(p);
+		return invalid_spec(res);
+	}
+	finish(spec, p, res);
+	free(p);
+	return 0;
+}
+
+void proc_discard(struct proc *p)
+{
+	if (!p)
+		return;
+	end(p, NULL);
+	free(p);
 }
 
 void proc_result_free(struct proc_result *res)

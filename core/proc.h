@@ -58,6 +58,25 @@ struct proc_result {
  * while it runs. */
 int proc_run(const struct proc_spec *spec, struct proc_result *res);
 
+/* A program started ahead of its input. */
+struct proc;
+
+/* Starts spec's program as proc_run does, with its stdin a pipe that stays
+ * empty until proc_finish: the program loads while the caller gets its
+ * input ready (spec->stdin_data is not used here). Returns the started
+ * program, or NULL with errno and res->err holding the reason; *res must
+ * be released with proc_result_free either way. */
+struct proc *proc_start(const struct proc_spec *spec, struct proc_result *res);
+
+/* Feeds spec->stdin_data to p and runs it to completion as proc_run does
+ * (the timeout counts from now; spec->argv is only used in messages).
+ * Frees p. Returns 0 when it ran, -1 with errno for an invalid spec. */
+int proc_finish(struct proc *p, const struct proc_spec *spec, struct proc_result *res);
+
+/* Kills a started program's process group and reaps it; frees p (NULL is
+ * a no-op). */
+void proc_discard(struct proc *p);
+
 /* Releases the buffers of a result; it is then empty and reusable. */
 void proc_result_free(struct proc_result *res);
 

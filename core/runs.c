@@ -431,6 +431,10 @@ static void execute(struct runs *r, struct run *run)
 		fail_run(r, id, from, msg);
 		goto out;
 	}
+	/* A run that has not started calls the model first: its program
+	 * loads while the start is committed. */
+	if (from == RUNSTATE_QUEUED)
+		model_prepare(model);
 	/* The workspace is made by the first tool that needs it. */
 	char ws[PATH_MAX];
 	snprintf(ws, sizeof ws, "%s/%s", r->workspaces, id);

@@ -20,11 +20,15 @@
  *   "dump_request": true reply with the request (as JSON text) as content
  *   "reply": {...}       print that object (a message or a chat completion)
  * an entry with "role", "content", "tool_calls" or "choices" is printed
- * verbatim; anything else gets the default answer. */
+ * verbatim; anything else gets the default answer.
+ *
+ * When $FAKE_MODEL_STARTED names a file, the program appends its pid to it
+ * as it starts, before reading stdin. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -136,6 +140,12 @@ static int run_entry(json_t *e, json_t *req)
 
 int main(int argc, char **argv)
 {
+	const char *started = getenv("FAKE_MODEL_STARTED");
+	if (started && *started) {
+		FILE *f = fopen(started, "a");
+		if (!f || fprintf(f, "%ld\n", (long)getpid()) < 0 || fclose(f) != 0)
+			return die("cannot note the start", started);
+	}
 	json_error_t je;
 	json_t *req = json_loadf(stdin, 0, &je);
 	if (!json_is_object(req))

@@ -83,7 +83,7 @@ static void fake_free(void *ctx)
 	free(s);
 }
 
-static const struct model_ops fake_ops = {"fake", fake_complete, fake_free};
+static const struct model_ops fake_ops = { .name = "fake", .complete = fake_complete, .free = fake_free };
 
 static json_t *say(const char *text)
 {

@@ -399,6 +399,82 @@ static void test_proc_child_inherits_no_other_fds(void **state)
 	close(fd);
 }
 
+static void test_proc_started_program_waits_for_its_input(void **state)
+{
+	(void)state;
+	/* cat prints what it is fed, however long after its start that is;
+	 * the timeout counts from the feeding, not from the start. */
+	const char *argv[] = { "cat", NULL };
+	struct proc_spec spec = { .argv = argv, .timeout_ms = 300, .output_max = 1024 };
+	struct proc_result res;
+	struct proc *p = proc_start(&spec, &res);
+	assert_non_null(p);
+	proc_result_free(&res);
+	usleep(500 * 1000);
+	spec.stdin_data = "late input\n";
+	spec.stdin_len = strlen(spec.stdin_data);
+	assert_int_equal(proc_finish(p, &spec, &res), 0);
+	assert_false(res.timed_out);
+	assert_int_equal(res.exit_code, 0);
+	assert_string_equal(res.out.data, "late input\n");
+	proc_result_free(&res);
+
+	/* A program that ends before it is fed: its output is kept, and
+	 * feeding it raises no SIGPIPE. */
+	const char *argv2[] = { "sh", "-c", "echo early; exit 4", NULL };
+	spec.argv = argv2;
+	p = proc_start(&spec, &res);
+	assert_non_null(p);
+	proc_result_free(&res);
+	usleep(200 * 1000);
+	assert_int_equal(proc_finish(p, &spec, &res), 0);
+	assert_int_equal(res.exit_code, 4);
+	assert_string_equal(res.out.data, "early\n");
+	proc_result_free(&res);
+
+	/* A program that cannot start says why at once. */
+	const char *argv3[] = { "skillfs-no-such-program", NULL };
+	spec.argv = argv3;
+	errno = 0;
+	assert_null(proc_start(&spec, &res));
+	assert_int_equal(errno, ENOENT);
+	assert_true(contains(res.err.data, "cannot execute skillfs-no-such-program"));
+	proc_result_free(&res);
+}
+
+static void test_proc_discard_kills_the_started_group(void **state)
+{
+	struct fixture *f = *state;
+	/* The leader notes the pid of a background sleep of its group, then
+	 * waits for input that never comes. */
+	char pidfile[PATH_MAX + 16], script[PATH_MAX + 64];
+	snprintf(pidfile, sizeof pidfile, "%s/bg.pid", f->dir);
+	snprintf(script, sizeof script, "sleep 100 & echo $! > '%s'; read line", pidfile);
+	const char *argv[] = { "sh", "-c", script, NULL };
+	struct proc_spec spec = { .argv = argv, .timeout_ms = 60000, .output_max = 1024 };
+	struct proc_result res;
+	struct proc *p = proc_start(&spec, &res);
+	assert_non_null(p);
+	proc_result_free(&res);
+	long bg = 0;
+	for (int i = 0; i < 500 && bg <= 1; i++) {
+		FILE *fp = fopen(pidfile, "r");
+		if (fp) {
+			if (fscanf(fp, "%ld", &bg) != 1)
+				bg = 0;
+			fclose(fp);
+		}
+		if (bg <= 1)
+			usleep(10000);
+	}
+	assert_true(bg > 1);
+	assert_false(pid_dead(bg));
+	proc_discard(p);
+	assert_true(wait_dead(bg));
+	unlink(pidfile);
+	proc_discard(NULL);
+}
+
 static bool cancel_after(void *arg)
 {
 	return now_s() >= *(double *)arg;
@@ -868,6 +944,71 @@ static void test_command_reply_of_neither_shape(void **state)
 	expect_command_error(*state, "[{\"raw\":\"\"}]", 20, "printed nothing", NULL, 10);
 }
 
+/* The pids the fake model noted in path as it started, in order. */
+static int started_pids(const char *path, long *pids, int max)
+{
+	FILE *fp = fopen(path, "r");
+	int n = 0;
+	if (!fp)
+		return 0;
+	while (n < max && fscanf(fp, "%ld", &pids[n]) == 1)
+		n++;
+	fclose(fp);
+	return n;
+}
+
+static void test_command_prepare_starts_the_program_ahead_of_the_call(void **state)
+{
+	struct fixture *f = *state;
+	char started[PATH_MAX + 16];
+	snprintf(started, sizeof started, "%s/started", f->dir);
+	unlink(started);
+	assert_int_equal(setenv("FAKE_MODEL_STARTED", started, 1), 0);
+	struct model *m = command_model(
+		f, write_script(f, "[{\"dump_request\":true},{\"dump_request\":true}]"), 1);
+	json_t *msgs = msgs_with_prompt("prepared");
+	struct model_reply r;
+	char *err = NULL;
+	long pids[8];
+
+	model_prepare(m);
+	model_prepare(m); /* one program waits at a time */
+	for (int i = 0; i < 500 && started_pids(started, pids, 8) == 0; i++)
+		usleep(10000);
+	assert_int_equal(started_pids(started, pids, 8), 1);
+	assert_false(pid_dead(pids[0]));
+	/* Longer than the 1 s timeout: it counts from the call. */
+	usleep(1200 * 1000);
+	assert_int_equal(complete(m, msgs, NULL, 1, &r, &err), 0);
+	json_t *req = json_loads(content_of(&r), 0, NULL);
+	assert_non_null(req);
+	assert_true(json_equal(json_object_get(req, "messages"), msgs));
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(req, "metadata"),
+							    "turn")), 1);
+	json_decref(req);
+	model_reply_free(&r);
+	/* The call fed the waiting program: no other started. */
+	assert_int_equal(started_pids(started, pids, 8), 1);
+	assert_true(pid_dead(pids[0]));
+
+	/* Unprepared, a call starts its own. */
+	assert_int_equal(complete(m, msgs, NULL, 2, &r, &err), 0);
+	model_reply_free(&r);
+	assert_int_equal(started_pids(started, pids, 8), 2);
+
+	/* Prepared and never called: freeing the model ends it. */
+	model_prepare(m);
+	for (int i = 0; i < 500 && started_pids(started, pids, 8) < 3; i++)
+		usleep(10000);
+	assert_int_equal(started_pids(started, pids, 8), 3);
+	assert_false(pid_dead(pids[2]));
+	model_free(m);
+	assert_true(wait_dead(pids[2]));
+	unsetenv("FAKE_MODEL_STARTED");
+	unlink(started);
+	json_decref(msgs);
+}
+
 static void test_command_missing_program(void **state)
 {
 	(void)state;
@@ -878,6 +1019,7 @@ static void test_command_missing_program(void **state)
 	assert_non_null(m);
 	json_t *msgs = msgs_with_prompt("hi");
 	struct model_reply r;
+	model_prepare(m); /* silent: the call says what is wrong */
 	assert_int_equal(complete(m, msgs, NULL, 1, &r, &err), -1);
 	assert_true(contains(err, "cannot run model command"));
 	assert_true(contains(err, "/nonexistent/skillfs-model"));
@@ -1316,6 +1458,8 @@ int main(void)
 		cmocka_unit_test(test_proc_rlimits_applied_when_asked),
 		cmocka_unit_test(test_proc_child_inherits_no_other_fds),
 		cmocka_unit_test(test_proc_cancel_hook_stops_program),
+		cmocka_unit_test(test_proc_started_program_waits_for_its_input),
+		cmocka_unit_test(test_proc_discard_kills_the_started_group),
 		cmocka_unit_test(test_proc_concurrent_calls),
 		cmocka_unit_test(test_echo_states_prompt_and_offered_tools),
 		cmocka_unit_test(test_R3_echo_without_tools_says_none),
@@ -1331,6 +1475,7 @@ int main(void)
 		cmocka_unit_test(test_command_invalid_json),
 		cmocka_unit_test(test_command_oversized_output),
 		cmocka_unit_test(test_command_reply_of_neither_shape),
+		cmocka_unit_test(test_command_prepare_starts_the_program_ahead_of_the_call),
 		cmocka_unit_test(test_command_missing_program),
 		cmocka_unit_test(test_model_new_rejects_bad_config),
 		cmocka_unit_test(test_command_concurrent_calls),
