@@ -366,25 +366,40 @@ static void fail_run(struct runs *r, const char *id, enum runstate from, const c
 	refresh_from_worker(r, id);
 }
 
-static void execute(struct runs *r, struct run *run)
+/* Runs (or resumes) run; queued says it was taken from the queue not yet
+ * started, as far as memory knows (the store decides). */
+static void execute(struct runs *r, struct run *run, bool queued)
 {
 	const char *id = run->id;
+	struct snapshot *s = engine_snapshot(r->engine);
+	const struct config *c = snapshot_config(s);
+	/* The model is the same for every run. A run that has not started
+	 * calls it first: its program loads while the run is read, set up
+	 * and its start committed. */
+	char *merr = NULL;
+	struct model *model = model_new(&c->model, &merr);
+	if (model && queued)
+		model_prepare(model);
 	struct run_row row;
-	if (store_run_get(r->store, id, &row, NULL) < 0)
+	if (store_run_get(r->store, id, &row, NULL) < 0) {
+		model_free(model);
+		free(merr);
+		snapshot_unref(s);
 		return;
+	}
 	enum runstate from = row.state;
 	if (from != RUNSTATE_QUEUED && from != RUNSTATE_RUNNING) {
+		model_free(model);
+		free(merr);
+		snapshot_unref(s);
 		run_row_free(&row);
 		return;
 	}
-	struct snapshot *s = engine_snapshot(r->engine);
-	const struct config *c = snapshot_config(s);
 	char msg[PATH_MAX + 256];
 	struct resolution *owned = NULL;
 	const struct resolution *res = NULL;
 	struct grants stored = { 0 }, allow = { 0 };
 	bool have_stored = false;
-	struct model *model = NULL;
 	const char **forced = NULL;
 
 	const struct configuration *cfg = config_find(c, row.config);
@@ -392,6 +407,11 @@ static void execute(struct runs *r, struct run *run)
 		snprintf(msg, sizeof msg,
 			 "configuration '%s' no longer exists in the config file; the run cannot start",
 			 row.config);
+		fail_run(r, id, from, msg);
+		goto out;
+	}
+	if (!model) {
+		snprintf(msg, sizeof msg, "cannot start the model: %s", merr ? merr : "out of memory");
 		fail_run(r, id, from, msg);
 		goto out;
 	}
@@ -423,18 +443,6 @@ static void execute(struct runs *r, struct run *run)
 		fail_run(r, id, from, "out of memory while intersecting the allow-list");
 		goto out;
 	}
-	char *merr = NULL;
-	model = model_new(&c->model, &merr);
-	if (!model) {
-		snprintf(msg, sizeof msg, "cannot start the model: %s", merr ? merr : "out of memory");
-		free(merr);
-		fail_run(r, id, from, msg);
-		goto out;
-	}
-	/* A run that has not started calls the model first: its program
-	 * loads while the start is committed. */
-	if (from == RUNSTATE_QUEUED)
-		model_prepare(model);
 	/* The workspace is made by the first tool that needs it. */
 	char ws[PATH_MAX];
 	snprintf(ws, sizeof ws, "%s/%s", r->workspaces, id);
@@ -464,6 +472,7 @@ static void execute(struct runs *r, struct run *run)
 		fail_run(r, id, RUNSTATE_RUNNING, "internal error: the state database failed");
 out:
 	model_free(model);
+	free(merr);
 	grants_free(&allow);
 	if (have_stored)
 		grants_free(&stored);
@@ -491,8 +500,9 @@ static void *worker_main(void *arg)
 		if (!run || run->busy)
 			continue;
 		run->busy = true;
+		bool queued = run->state == RUNSTATE_QUEUED;
 		pthread_mutex_unlock(&r->lock);
-		execute(r, run);
+		execute(r, run, queued);
 		pthread_mutex_lock(&r->lock);
 		run->busy = false;
 		run->cancel_requested = false;
