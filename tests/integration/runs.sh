@@ -688,4 +688,46 @@ PY
 	exec 6<&-
 }
 
+# A command model's program is started ahead of its request (at a run's
+# start, and after a reply with tool calls): each one is fed by the turn it
+# was started for, or killed and reaped when that turn never comes.
+test_model_programs_started_ahead_are_used_or_ended() {
+	cat >"$T/script.json" <<'JSON'
+[{"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+  "function": {"name": "bash", "arguments": "{\"command\": \"true\"}"}}]},
+ {"role": "assistant", "content": "done"}]
+JSON
+	write_config "{provider: command, command: [$FAKE_MODEL, $T/script.json], timeout: 30}" 1
+	sed -i 's/^runs:/tools: {approval: [bash]}\nruns:/' "$T/config.yaml"
+	local started=$T/started.pids
+	: >"$started"
+	FAKE_MODEL_STARTED=$started start_with || return
+	local a b pid
+	# Two turns, the call denied (bash is not offered): two programs.
+	a=$(new_run) || return
+	echo locked >"$MNT/runs/$a/config"
+	echo "two turns" >"$MNT/runs/$a/prompt"
+	assert_eq completed "$(cat "$MNT/runs/$a/wait")" "the two-turn run"
+	grep -q tool_denied "$MNT/runs/$a/events" || fail "the call was not denied"
+	assert_eq 2 "$(wc -l <"$started")" "programs started for a two-turn run"
+	# Paused for an approval: the program started for the next turn ends.
+	b=$(new_run) || return
+	echo open >"$MNT/runs/$b/config"
+	echo "needs approval" >"$MNT/runs/$b/prompt"
+	assert_eq waiting_for_approval "$(cat "$MNT/runs/$b/wait")" "the run that needs approval"
+	# The first turn's program, and maybe the next one's: killed as the
+	# run paused, it may not have got as far as noting its start.
+	local n
+	n=$(wc -l <"$started")
+	[ "$n" -ge 3 ] && [ "$n" -le 4 ] || fail "programs started up to the pause: $n"
+	for pid in $(cat "$started"); do
+		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.02; done
+		kill -0 "$pid" 2>/dev/null && fail "model program $pid still there (running or unreaped) while the run waits"
+	done
+	echo deny >"$MNT/runs/$b/ctl"
+	assert_eq completed "$(cat "$MNT/runs/$b/wait")" "the run after the denial"
+	assert_eq $((n + 1)) "$(wc -l <"$started")" "programs started for the last turn"
+	return 0
+}
+
 run_tests
