@@ -401,10 +401,9 @@ int model_complete(struct model *m, const struct model_request *req,
 	return 0;
 }
 
-void model_prepare(struct model *m)
+bool model_prepare(struct model *m)
 {
-	if (m && m->ops->prepare)
-		m->ops->prepare(m->ctx);
+	return m && m->ops->prepare && m->ops->prepare(m->ctx);
 }
 
 void model_reply_free(struct model_reply *r)

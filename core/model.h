@@ -70,9 +70,10 @@ struct model_ops {
 			struct model_reply *out, char **err);
 	void (*free)(void *ctx); /* may be NULL */
 	/* May be NULL: gets ready for the next complete call (the command
-	 * provider starts its program, which then waits for its request).
-	 * Silent: a failure shows when complete runs. */
-	void (*prepare)(void *ctx);
+	 * provider starts its program, which then waits for its request);
+	 * true when something is ready. Silent: a failure shows when
+	 * complete runs. */
+	bool (*prepare)(void *ctx);
 };
 
 struct model;
@@ -109,9 +110,11 @@ int model_complete(struct model *m, const struct model_request *req,
 /* Tells the model that a call is coming, so that its start-up (a command
  * provider's program loading) overlaps what the caller does first, such
  * as committing the step before the call. No request is sent: the next
- * model_complete sends it. A no-op for providers with nothing to prepare;
- * what was prepared and not used is undone by model_free. */
-void model_prepare(struct model *m);
+ * model_complete sends it. True when something is ready (a program
+ * waits); false for providers with nothing to prepare, or when it could
+ * not be done (the call then says why). What was prepared and not used
+ * is undone by model_free. */
+bool model_prepare(struct model *m);
 
 /* Normalises an assistant message as described for model_reply.message.
  * Returns a new reference, or NULL with a malloc'd *err when msg is not an

@@ -176,11 +176,11 @@ static int command_complete(void *ctx, const struct model_request *req,
 
 /* Starts the program for the next call; it blocks reading its stdin
  * until the call feeds it. */
-static void command_prepare(void *ctx)
+static bool command_prepare(void *ctx)
 {
 	struct command *c = ctx;
 	if (__atomic_load_n(&c->ready, __ATOMIC_ACQUIRE))
-		return;
+		return true;
 	struct proc_spec spec = {
 		.argv = (const char *const *)c->argv,
 		.timeout_ms = c->timeout_s * 1000,
@@ -193,6 +193,7 @@ static void command_prepare(void *ctx)
 	if (p && !__atomic_compare_exchange_n(&c->ready, &none, p, false, __ATOMIC_ACQ_REL,
 					      __ATOMIC_ACQUIRE))
 		proc_discard(p);
+	return p != NULL;
 }
 
 static const struct model_ops command_ops = {

@@ -60,6 +60,10 @@ struct waiter {
 	struct waiter *next;
 };
 
+/* How long a model prepared for a prompt being written waits for its run
+ * before it is ended (the prompt was kept open, or never closed). */
+#define SPARE_MAX_AGE_MS 3000
+
 struct runs {
 	struct engine *engine;
 	struct store *store;
@@ -75,6 +79,11 @@ struct runs {
 	struct waiter *waiters;
 	uint64_t next_handle;
 	uint64_t next_serial;
+	/* A model made and prepared ahead of the next run (struct spare),
+	 * wanted when a prompt is opened for writing, made by an idle
+	 * worker, taken by the next run a worker starts. */
+	struct spare *spare;
+	bool spare_wanted, spare_making;
 	bool stopping;
 
 	pthread_t *workers;
@@ -366,20 +375,82 @@ static void fail_run(struct runs *r, const char *id, enum runstate from, const c
 	refresh_from_worker(r, id);
 }
 
+/* A model made and prepared when a prompt was opened for writing, for
+ * the run about to come: its program loads while the prompt is written
+ * and the run stored. Good for the snapshot it was made from, for at most
+ * SPARE_MAX_AGE_MS. */
+struct spare {
+	struct model *model;
+	struct snapshot *snapshot;
+	int64_t made_ms; /* CLOCK_MONOTONIC */
+};
+
+static int64_t monotonic_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void spare_free(struct spare *sp)
+{
+	if (!sp)
+		return;
+	model_free(sp->model);
+	if (sp->snapshot)
+		snapshot_unref(sp->snapshot);
+	free(sp);
+}
+
+/* A spare, or NULL when the model's provider has nothing to prepare (or
+ * it failed: the run itself reports that). */
+static struct spare *spare_make(struct runs *r)
+{
+	struct spare *sp = calloc(1, sizeof *sp);
+	if (!sp)
+		return NULL;
+	sp->snapshot = engine_snapshot(r->engine);
+	char *err = NULL;
+	sp->model = model_new(&snapshot_config(sp->snapshot)->model, &err);
+	free(err);
+	if (!model_prepare(sp->model)) {
+		spare_free(sp);
+		return NULL;
+	}
+	sp->made_ms = monotonic_ms();
+	return sp;
+}
+
+/* The spare's model (the caller's from now) when it was made from
+ * snapshot s, else NULL; frees the spare. */
+static struct model *spare_take(struct spare *sp, const struct snapshot *s)
+{
+	struct model *m = NULL;
+	if (sp && sp->snapshot == s) {
+		m = sp->model;
+		sp->model = NULL;
+	}
+	spare_free(sp);
+	return m;
+}
+
 /* Runs (or resumes) run; queued says it was taken from the queue not yet
  * started, as far as memory knows (the store decides). */
-static void execute(struct runs *r, struct run *run, bool queued)
+static void execute(struct runs *r, struct run *run, bool queued, struct spare *spare)
 {
 	const char *id = run->id;
 	struct snapshot *s = engine_snapshot(r->engine);
 	const struct config *c = snapshot_config(s);
 	/* The model is the same for every run. A run that has not started
 	 * calls it first: its program loads while the run is read, set up
-	 * and its start committed. */
+	 * and its start committed (if no spare has it loading already). */
 	char *merr = NULL;
-	struct model *model = model_new(&c->model, &merr);
-	if (model && queued)
-		model_prepare(model);
+	struct model *model = spare_take(spare, s);
+	if (!model) {
+		model = model_new(&c->model, &merr);
+		if (model && queued)
+			model_prepare(model);
+	}
 	struct run_row row;
 	if (store_run_get(r->store, id, &row, NULL) < 0) {
 		model_free(model);
@@ -483,12 +554,61 @@ out:
 	refresh_from_worker(r, id);
 }
 
+/* Makes the wanted spare outside the lock (held on entry and return). */
+static void make_spare_locked(struct runs *r)
+{
+	r->spare_wanted = false;
+	r->spare_making = true;
+	pthread_mutex_unlock(&r->lock);
+	struct spare *sp = spare_make(r);
+	pthread_mutex_lock(&r->lock);
+	r->spare_making = false;
+	if (sp && !r->spare && !r->stopping) {
+		r->spare = sp;
+		sp = NULL;
+	}
+	/* Wake workers waiting for it, and one that now waits on its age. */
+	pthread_cond_broadcast(&r->work);
+	if (sp) {
+		pthread_mutex_unlock(&r->lock);
+		spare_free(sp);
+		pthread_mutex_lock(&r->lock);
+	}
+}
+
+/* Waits for work with the lock held; ends a spare that got too old. */
+static void idle_wait_locked(struct runs *r)
+{
+	if (!r->spare) {
+		pthread_cond_wait(&r->work, &r->lock);
+		return;
+	}
+	int64_t until = r->spare->made_ms + SPARE_MAX_AGE_MS;
+	struct timespec ts = { .tv_sec = until / 1000, .tv_nsec = (until % 1000) * 1000000 };
+	if (pthread_cond_clockwait(&r->work, &r->lock, CLOCK_MONOTONIC, &ts) != ETIMEDOUT ||
+	    !r->spare || monotonic_ms() < r->spare->made_ms + SPARE_MAX_AGE_MS)
+		return;
+	struct spare *old = r->spare;
+	r->spare = NULL;
+	pthread_mutex_unlock(&r->lock);
+	spare_free(old);
+	pthread_mutex_lock(&r->lock);
+}
+
 static void *worker_main(void *arg)
 {
 	struct runs *r = arg;
 	pthread_mutex_lock(&r->lock);
 	while (!r->stopping) {
 		if (r->queue_head == r->queue.n) {
+			if (r->spare_wanted && !r->spare && !r->spare_making)
+				make_spare_locked(r);
+			else
+				idle_wait_locked(r);
+			continue;
+		}
+		/* A spare being made is for this run: wait for it. */
+		if (r->spare_making) {
 			pthread_cond_wait(&r->work, &r->lock);
 			continue;
 		}
@@ -501,8 +621,10 @@ static void *worker_main(void *arg)
 			continue;
 		run->busy = true;
 		bool queued = run->state == RUNSTATE_QUEUED;
+		struct spare *spare = r->spare;
+		r->spare = NULL;
 		pthread_mutex_unlock(&r->lock);
-		execute(r, run, queued);
+		execute(r, run, queued, spare);
 		pthread_mutex_lock(&r->lock);
 		run->busy = false;
 		run->cancel_requested = false;
@@ -654,6 +776,7 @@ void runs_close(struct runs *r)
 	for (int i = 0; i < r->nworkers; i++)
 		pthread_join(r->workers[i], NULL);
 	free(r->workers);
+	spare_free(r->spare);
 	store_close(r->store);
 	for (size_t i = 0; i < r->n; i++)
 		run_free(r->runs[i]);
@@ -1607,6 +1730,13 @@ uint64_t runs_open_writer(struct runs *r, const char *id, const char *name)
 	if (n) {
 		++*n;
 		ticket = run->serial;
+		/* A run is about to be queued: an idle worker may get its
+		 * model ready meanwhile. */
+		if (n == &run->prompt_writers && run->state == RUNSTATE_CREATED &&
+		    !r->spare && !r->spare_making && !r->spare_wanted) {
+			r->spare_wanted = true;
+			pthread_cond_signal(&r->work);
+		}
 	}
 	pthread_mutex_unlock(&r->lock);
 	return ticket;

@@ -727,6 +727,33 @@ JSON
 	echo deny >"$MNT/runs/$b/ctl"
 	assert_eq completed "$(cat "$MNT/runs/$b/wait")" "the run after the denial"
 	assert_eq $((n + 1)) "$(wc -l <"$started")" "programs started for the last turn"
+	# A prompt opened for writing gets its run's first program started
+	# while it is written; the run uses that one.
+	local c d before
+	c=$(new_run) && d=$(new_run) || return
+	echo locked >"$MNT/runs/$c/config"
+	echo locked >"$MNT/runs/$d/config"
+	before=$(wc -l <"$started")
+	exec 7>"$MNT/runs/$c/prompt"
+	for _ in $(seq 200); do [ "$(wc -l <"$started")" -gt "$before" ] && break; sleep 0.01; done
+	assert_eq $((before + 1)) "$(wc -l <"$started")" "a program started while the prompt is open"
+	echo "held open" >&7
+	exec 7>&-
+	assert_eq completed "$(cat "$MNT/runs/$c/wait")" "the run of the held prompt"
+	assert_eq $((before + 2)) "$(wc -l <"$started")" "its first turn used that program"
+	# Kept open past its wait (3 s), the prompt's program is ended; the
+	# run, once written, starts its own.
+	exec 7>"$MNT/runs/$d/prompt"
+	for _ in $(seq 200); do [ "$(wc -l <"$started")" -gt $((before + 2)) ] && break; sleep 0.01; done
+	pid=$(tail -n 1 "$started")
+	assert_eq $((before + 3)) "$(wc -l <"$started")" "a program started for the second held prompt"
+	kill -0 "$pid" 2>/dev/null || fail "the waiting program $pid ended early"
+	sleep 3.5
+	kill -0 "$pid" 2>/dev/null && fail "the program $pid waited past its time (running or unreaped)"
+	echo "late" >&7
+	exec 7>&-
+	assert_eq completed "$(cat "$MNT/runs/$d/wait")" "the run of the prompt kept open"
+	assert_eq $((before + 5)) "$(wc -l <"$started")" "the late run started its own programs"
 	return 0
 }
 
