@@ -623,6 +623,9 @@ static void *worker_main(void *arg)
 		bool queued = run->state == RUNSTATE_QUEUED;
 		struct spare *spare = r->spare;
 		r->spare = NULL;
+		/* A prompt opened before this run was queued was likely its
+		 * own: no spare for it once the queue is empty. */
+		r->spare_wanted = false;
 		pthread_mutex_unlock(&r->lock);
 		execute(r, run, queued, spare);
 		pthread_mutex_lock(&r->lock);

@@ -147,17 +147,35 @@ test_writes_beside_config_leave_watcher_asleep() {
 		sleep 0.02
 	done
 	[ -n "$tid" ] || { fail "no skillfs-watch thread within 2 s"; return; }
-	sleep 0.5 # its start-up rescan is over
+	# Its start-up rescan is over once it stays asleep for 300 ms (a
+	# loaded machine takes longer than an idle one).
+	local prev=-1
 	before=$(awk '/^voluntary_ctxt_switches/ {print $2}' "$tid/status")
-	exec 7>>"$T/held.log"
-	for i in $(seq 1 40); do
-		echo "$i" >&7
-		sleep 0.01
+	for _ in $(seq 1 30); do
+		[ "$before" = "$prev" ] && break
+		prev=$before
+		sleep 0.3
+		before=$(awk '/^voluntary_ctxt_switches/ {print $2}' "$tid/status")
 	done
-	after=$(awk '/^voluntary_ctxt_switches/ {print $2}' "$tid/status")
-	exec 7>&-
-	[ $((after - before)) -le 3 ] ||
-		fail "the watcher woke $((after - before)) times for 40 writes beside the config"
+	# The watcher also watches the sources' ancestors (such as /tmp) for
+	# the next name on the way down, and other programs creating files
+	# there wake it: up to three tries, so that only a watcher woken by
+	# the writes themselves fails every time.
+	local try woke
+	for try in 1 2 3; do
+		[ "$try" = 1 ] || before=$(awk '/^voluntary_ctxt_switches/ {print $2}' "$tid/status")
+		exec 7>>"$T/held.log"
+		for i in $(seq 1 40); do
+			echo "$i" >&7
+			sleep 0.01
+		done
+		after=$(awk '/^voluntary_ctxt_switches/ {print $2}' "$tid/status")
+		exec 7>&-
+		woke=$((after - before))
+		[ "$woke" -le 3 ] && break
+	done
+	[ "$woke" -le 3 ] ||
+		fail "the watcher woke $woke times for 40 writes beside the config (3 tries)"
 	# A save of the config itself is still seen.
 	sed -i 's/main: {skills: \[reader, writer, plain\]}/main: {skills: [reader]}/' "$T/config.yaml"
 	wait_for 1 file_is "$MNT/configs/main/effective" reader ||
