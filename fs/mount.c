@@ -1066,11 +1066,37 @@ static void invalidate(struct mount *m, const struct node_ref *r)
 	fuse_lowlevel_notify_inval_inode(m->se, r->ino, 0, 0);
 }
 
+/* Prints the warnings of now that old did not have. */
+static void log_new_warnings(const struct strlist *old, const struct strlist *now)
+{
+	for (size_t i = 0; i < now->n; i++)
+		if (!strlist_has(old, now->items[i]))
+			fprintf(stderr, "skillfs: warning: %s\n", now->items[i]);
+}
+
+/* The daemon's log (stderr) says when an edit of the config file is
+ * refused, when the config is taken again after that, and the warnings
+ * an edit brings; the mount shows them in configs/ as well. */
+static void log_change(const struct snapshot *old, const struct snapshot *now)
+{
+	if (now->config_error &&
+	    (!old->config_error || strcmp(old->config_error, now->config_error) != 0))
+		fprintf(stderr, "skillfs: the config file was not reloaded (the last good one "
+				"stays in use): %s\n",
+			now->config_error);
+	else if (!now->config_error && old->config_error)
+		fprintf(stderr, "skillfs: the config file was reloaded\n");
+	if (old->cfg != now->cfg)
+		log_new_warnings(&snapshot_config(old)->warnings, &snapshot_config(now)->warnings);
+	log_new_warnings(&old->catalog->warnings, &now->catalog->warnings);
+}
+
 static void on_change(void *ctx, const struct snapshot *old, const struct snapshot *now)
 {
 	struct mount *m = ctx;
 	if (m->stopping)
 		return;
+	log_change(old, now);
 	bool config_changed = old->cfg != now->cfg || (old->config_error == NULL) !=
 							      (now->config_error == NULL);
 	bool names_changed = catalog_names_changed(old->catalog, now->catalog);

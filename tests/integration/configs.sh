@@ -96,8 +96,18 @@ test_bad_config_reload_keeps_last_good() {
 	wait_for 1 test -e "$MNT/configs/ERROR" || fail "configs/ERROR did not appear"
 	grep -q "execution_mode" "$MNT/configs/ERROR" || fail "ERROR does not name the key: $(cat "$MNT/configs/ERROR")"
 	assert_eq "$(printf 'reader\nwriter\nplain')" "$(cat "$MNT/configs/main/effective")" "last good config kept"
+	# The daemon's log says so too, naming the key.
+	grep -q "config file was not reloaded.*execution_mode" "$DAEMON_LOG" ||
+		fail "the log does not show the refused edit: $(cat "$DAEMON_LOG")"
 	setup 24000
 	wait_for 1 test ! -e "$MNT/configs/ERROR" || fail "ERROR stayed after the fix"
+	grep -q "config file was reloaded" "$DAEMON_LOG" ||
+		fail "the log does not show the config taken again: $(cat "$DAEMON_LOG")"
+	# An edit that brings a warning (a mistyped key) logs it once.
+	sed -i 's/^skills: {maxBytes: 24000}/skills: {maxBytes: 24000, maxbyte: 3}/' "$T/config.yaml"
+	wait_for 1 grep -q "warning:.*maxbyte" "$DAEMON_LOG" ||
+		fail "the log does not show the new warning: $(cat "$DAEMON_LOG")"
+	assert_eq 1 "$(grep -c "warning:.*maxbyte" "$DAEMON_LOG")" "the new warning is logged once"
 }
 
 test_system_prompt_parts_consistent() {
