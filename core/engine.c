@@ -30,7 +30,9 @@ struct shared_config {
 /* What a watched directory is to us (a directory can be several). */
 enum watch_role {
 	WATCH_SOURCE = 1,        /* a source: skills come and go in it */
-	WATCH_CONFIG_DIR = 2,    /* holds the config file: only that name matters */
+	WATCH_CONFIG_DIR = 2,    /* holds the config file (as given, or where its
+	                            links lead): only that name matters, and
+	                            links in the given path changing */
 	WATCH_TREE = 4,          /* in a source: a skill's files, or a directory
 	                            that may become a skill */
 	WATCH_SOURCE_PARENT = 8, /* holds sources: only their names matter */
@@ -49,7 +51,9 @@ struct watch {
 
 struct engine {
 	struct engine_options opt;
-	char *config_path;        /* absolute, or NULL */
+	char *config_given;       /* absolute, links kept; or NULL */
+	char *config_path;        /* config_given resolved at the last load
+	                             (guarded by reload_lock) */
 	struct strlist dirs;      /* -s directories */
 
 	pthread_mutex_t lock;     /* guards current and generation */
@@ -142,10 +146,21 @@ uint64_t engine_resolutions_built(struct engine *e)
 static int load_config(struct engine *e, struct config **out, char **err)
 {
 	struct config *c = NULL;
-	if (e->config_path) {
+	if (e->config_given) {
 		/* Taken before reading: a change after it shows as a change. */
-		if (stat(e->config_path, &e->config_st) < 0)
+		if (stat(e->config_given, &e->config_st) < 0)
 			memset(&e->config_st, 0, sizeof e->config_st);
+		/* Resolved afresh each time: a link in the path retargeted
+		 * (a Kubernetes ConfigMap swaps one) leads to the new file,
+		 * whose directory relative paths in it are taken from. */
+		char *real = realpath(e->config_given, NULL);
+		if (!real) {
+			if (asprintf(err, "%s: %s", e->config_given, strerror(errno)) < 0)
+				*err = NULL;
+			return -1;
+		}
+		free(e->config_path);
+		e->config_path = real;
 		if (config_load(e->config_path, &c, err) < 0)
 			return -1;
 		if (config_add_sources(c, (const char *const *)e->dirs.items, e->dirs.n) < 0) {
@@ -213,8 +228,9 @@ struct engine *engine_open(const struct engine_options *opt, char **err)
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_init(&e->reload_lock, NULL);
 	if (opt->config_path) {
-		e->config_path = realpath(opt->config_path, NULL);
-		if (!e->config_path) {
+		e->config_given = config_path_absolute(opt->config_path);
+		struct stat st;
+		if (!e->config_given || stat(e->config_given, &st) < 0) {
 			if (asprintf(err, "%s: %s", opt->config_path, strerror(errno)) < 0)
 				*err = NULL;
 			goto fail;
@@ -238,7 +254,7 @@ struct engine *engine_open(const struct engine_options *opt, char **err)
 	char *python = proc_find_program("python3", NULL);
 	e->have_python = python != NULL;
 	free(python);
-	e->opt.config_path = e->config_path;
+	e->opt.config_path = e->config_given;
 	e->opt.dirs = NULL;
 	e->opt.ndirs = 0;
 
@@ -565,22 +581,67 @@ static size_t source_root_len(const struct config *c, size_t si, const char *dir
 	return strlen(dir);
 }
 
-/* Adds watches for the config file's directory, every source and its
- * parent, and the directories of every skill of s that is not also in old
- * (all of them when old is NULL). Existing watches are kept. */
+/* The config file as given and as its links led at the last load, both
+ * malloc'd (NULL without a config file, or when out of memory). */
+static void config_paths(struct engine *e, char **given, char **real)
+{
+	*given = *real = NULL;
+	if (!e->config_given)
+		return;
+	pthread_mutex_lock(&e->reload_lock);
+	*given = strdup(e->config_given);
+	*real = e->config_path ? strdup(e->config_path) : NULL;
+	pthread_mutex_unlock(&e->reload_lock);
+}
+
+/* Splits path at its last '/' into dir (at most size bytes, "/" for the
+ * root) and returns the name after it. */
+static const char *split_dir(const char *path, char *dir, size_t size)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n = !slash ? 0 : slash == path ? 1 : (size_t)(slash - path);
+	if (n >= size)
+		n = 0;
+	memcpy(dir, path, n);
+	dir[n] = '\0';
+	return slash ? slash + 1 : path;
+}
+
+/* Whether the config file, followed through its links, is another file or
+ * was changed since it was last read. */
+static bool config_file_changed(struct engine *e)
+{
+	if (!e->config_given)
+		return false;
+	struct stat st;
+	pthread_mutex_lock(&e->reload_lock);
+	bool changed = stat(e->config_given, &st) < 0 || st.st_dev != e->config_st.st_dev ||
+		       st.st_ino != e->config_st.st_ino || st.st_size != e->config_st.st_size ||
+		       st.st_mtim.tv_sec != e->config_st.st_mtim.tv_sec ||
+		       st.st_mtim.tv_nsec != e->config_st.st_mtim.tv_nsec;
+	pthread_mutex_unlock(&e->reload_lock);
+	return changed;
+}
+
+/* Adds watches for the config file's directory (as given, and where its
+ * links lead), every source and its parent, and the directories of every
+ * skill of s that is not also in old (all of them when old is NULL).
+ * Existing watches are kept. */
 static void watch_refresh(struct engine *e, const struct snapshot *old, const struct snapshot *s)
 {
 	const struct config *c = snapshot_config(s);
-	if (e->config_path) {
-		char *dir = strdup(e->config_path);
-		if (dir) {
-			char *slash = strrchr(dir, '/');
-			if (slash)
-				*(slash == dir ? slash + 1 : slash) = '\0';
-			watch_add(e, dir, 0, WATCH_CONFIG_DIR, NULL);
-			free(dir);
-		}
+	char *given, *real, dir[PATH_MAX];
+	config_paths(e, &given, &real);
+	if (given) {
+		split_dir(given, dir, sizeof dir);
+		watch_add(e, dir, 0, WATCH_CONFIG_DIR, NULL);
 	}
+	if (real) {
+		split_dir(real, dir, sizeof dir);
+		watch_add(e, dir, 0, WATCH_CONFIG_DIR, NULL);
+	}
+	free(given);
+	free(real);
 	char path[PATH_MAX];
 	for (size_t i = 0; i < c->nsources; i++) {
 		const char *src = c->sources[i].path;
@@ -664,17 +725,7 @@ static void watch_start(struct engine *e)
 	snapshot_unref(s);
 	if (__atomic_load_n(&e->unwatching, __ATOMIC_RELAXED))
 		return;
-	bool config_changed = false;
-	if (e->config_path) {
-		struct stat st;
-		pthread_mutex_lock(&e->reload_lock);
-		config_changed = stat(e->config_path, &st) < 0 || st.st_ino != e->config_st.st_ino ||
-				 st.st_size != e->config_st.st_size ||
-				 st.st_mtim.tv_sec != e->config_st.st_mtim.tv_sec ||
-				 st.st_mtim.tv_nsec != e->config_st.st_mtim.tv_nsec;
-		pthread_mutex_unlock(&e->reload_lock);
-	}
-	reload_and_watch(e, config_changed, NULL, false);
+	reload_and_watch(e, config_file_changed(e), NULL, false);
 }
 
 /* The directories one burst of events made dirty (see catalog_build):
@@ -765,11 +816,7 @@ static void *watch_main(void *arg)
 	struct engine *e = arg;
 	watch_start(e);
 	char evbuf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
-	const char *config_base = NULL;
-	if (e->config_path) {
-		config_base = strrchr(e->config_path, '/');
-		config_base = config_base ? config_base + 1 : e->config_path;
-	}
+	char gdir[PATH_MAX], rdir[PATH_MAX];
 	struct dirt *dirt = malloc(sizeof *dirt);
 	if (!dirt)
 		return NULL; /* nothing is followed; the mount still answers */
@@ -783,6 +830,15 @@ static void *watch_main(void *arg)
 		if (pfd[1].revents)
 			break;
 		bool config_changed = false, any = false, everything = false;
+		/* The config file as given and where its links led; a name
+		 * coming or going beside the one given, when links are on the
+		 * way (a ConfigMap's ..data swapped), has the file looked at
+		 * again after the burst (config_check). */
+		char *given, *real;
+		config_paths(e, &given, &real);
+		const char *gname = given ? split_dir(given, gdir, sizeof gdir) : NULL;
+		const char *rname = real ? split_dir(real, rdir, sizeof rdir) : NULL;
+		bool linked = given && real && strcmp(given, real) != 0, config_check = false;
 		struct strlist replaced = { 0 }; /* sources whose name changed in their parent */
 		memset(dirt, 0, sizeof *dirt);
 		e->burst++;
@@ -838,9 +894,17 @@ static void *watch_main(void *arg)
 				}
 				/* Other files beside the config (the state database
 				 * often) change all the time: they are not ours. */
-				if ((w->roles & WATCH_CONFIG_DIR) && config_base && ev->len &&
-				    strcmp(ev->name, config_base) == 0)
-					any = config_changed = true;
+				if ((w->roles & WATCH_CONFIG_DIR) && ev->len) {
+					bool in_given = gname && strcmp(w->path, gdir) == 0;
+					if ((in_given && strcmp(ev->name, gname) == 0) ||
+					    (rname && strcmp(w->path, rdir) == 0 &&
+					     strcmp(ev->name, rname) == 0))
+						any = config_changed = true;
+					else if (in_given && linked &&
+						 (ev->mask & (IN_CREATE | IN_DELETE | IN_MOVED_FROM |
+							      IN_MOVED_TO)))
+						config_check = true;
+				}
 			}
 			clock_gettime(CLOCK_MONOTONIC, &t);
 			long left = BURST_MAX_MS - ((t.tv_sec - t0.tv_sec) * 1000 +
@@ -849,6 +913,10 @@ static void *watch_main(void *arg)
 			if (left <= 0 || poll(&more, 1, left < settle_ms ? (int)left : settle_ms) <= 0)
 				break;
 		}
+		if (config_check && !config_changed && config_file_changed(e))
+			any = config_changed = true;
+		free(given);
+		free(real);
 		/* A source replaced (a symlink retargeted, say) can hold skills
 		 * whose SKILL.md is the very same file: load them all afresh. */
 		if (any && (everything || replaced.n) &&
@@ -957,6 +1025,7 @@ void engine_close(struct engine *e)
 	free(e->watches);
 	free(e->watch_warning);
 	snapshot_unref(e->current);
+	free(e->config_given);
 	free(e->config_path);
 	strlist_free(&e->dirs);
 	pthread_mutex_destroy(&e->lock);
