@@ -1587,6 +1587,28 @@ ssize_t runs_write(struct runs *r, const char *id, const char *name, const char 
 	return rc < 0 ? rc : (ssize_t)len;
 }
 
+/* Whether file name of run may be written now: 0 or -EACCES. */
+static int writable_locked(const struct run *run, const char *name)
+{
+	if (strcmp(name, "ctl") == 0)
+		return runstate_is_terminal(run->state) ? -EACCES : 0;
+	if (strcmp(name, "input") == 0)
+		return run->state == RUNSTATE_WAITING_FOR_INPUT ? 0 : -EACCES;
+	if (strcmp(name, "prompt") == 0 || strcmp(name, "config") == 0 ||
+	    strcmp(name, "skills") == 0)
+		return run->state == RUNSTATE_CREATED ? 0 : -EACCES;
+	return -EACCES;
+}
+
+int runs_writable(struct runs *r, const char *id, const char *name)
+{
+	pthread_mutex_lock(&r->lock);
+	struct run *run = run_find(r, id);
+	int rc = run ? writable_locked(run, name) : -ENOENT;
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
 int runs_truncate(struct runs *r, const char *id, const char *name, off_t size)
 {
 	if (size < 0)
@@ -1597,26 +1619,18 @@ int runs_truncate(struct runs *r, const char *id, const char *name, off_t size)
 	struct buf *b = NULL;
 	if (!run)
 		rc = -ENOENT;
-	else if (strcmp(name, "ctl") == 0)
-		rc = runstate_is_terminal(run->state) ? -EACCES : 0;
-	else if (strcmp(name, "input") == 0) {
-		b = &run->input;
-		if (run->state != RUNSTATE_WAITING_FOR_INPUT)
-			rc = -EACCES;
-	}
-	else if (strcmp(name, "prompt") == 0) {
-		b = &run->prompt;
-		if (run->state == RUNSTATE_CREATED)
-			run->prompt_refused = false; /* written anew from here */
-	}
-	else if (strcmp(name, "config") == 0)
-		b = &run->config_file;
-	else if (strcmp(name, "skills") == 0)
-		b = &run->skills_file;
 	else
-		rc = -EACCES;
-	if (rc == 0 && b && b != &run->input && run->state != RUNSTATE_CREATED)
-		rc = -EACCES;
+		rc = writable_locked(run, name);
+	if (rc == 0 && strcmp(name, "input") == 0) {
+		b = &run->input;
+	} else if (rc == 0 && strcmp(name, "prompt") == 0) {
+		b = &run->prompt;
+		run->prompt_refused = false; /* written anew from here */
+	} else if (rc == 0 && strcmp(name, "config") == 0) {
+		b = &run->config_file;
+	} else if (rc == 0 && strcmp(name, "skills") == 0) {
+		b = &run->skills_file;
+	}
 	bool changed = false;
 	if (rc == 0 && b && (size_t)size < b->len) {
 		struct buf cut = { 0 };

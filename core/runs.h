@@ -113,6 +113,9 @@ int runs_stat_file(struct runs *r, const char *id, const char *sub, struct run_f
  * Returns the bytes taken or a negative errno; nothing changes on error. */
 ssize_t runs_write(struct runs *r, const char *id, const char *name, const char *data,
 		   size_t len, off_t off);
+/* Whether runs/<id>/<name> may be written now (an open for writing is
+ * refused otherwise): 0, -EACCES, or -ENOENT for no such run. */
+int runs_writable(struct runs *r, const char *id, const char *name);
 /* Truncates a writable file (O_TRUNC). Same errors as runs_write. */
 int runs_truncate(struct runs *r, const char *id, const char *name, off_t size);
 /* An open of runs/<id>/<name> that may write. Opens of prompt and input

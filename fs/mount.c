@@ -270,10 +270,15 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		/* O_TRUNC arrives here (atomic_o_trunc), not as a SETATTR. */
 		char id[RUN_ID_MAX + 1];
 		const char *name;
-		if (fi->flags & O_TRUNC) {
+		/* A file that cannot be written now cannot be opened to
+		 * write either (root passes default_permissions). */
+		bool writing = (fi->flags & O_ACCMODE) != O_RDONLY;
+		if (writing || (fi->flags & O_TRUNC)) {
 			rc = m->runs && view_run_file(path, id, sizeof id, &name)
-				     ? runs_truncate(m->runs, id, name, 0)
+				     ? runs_writable(m->runs, id, name)
 				     : -EACCES;
+			if (rc == 0 && (fi->flags & O_TRUNC))
+				rc = runs_truncate(m->runs, id, name, 0);
 			if (rc < 0) {
 				fuse_reply_err(req, -rc);
 				return;

@@ -176,6 +176,19 @@ test_bad_writes_get_errno() {
 	echo "go" >"$MNT/runs/$id/prompt"
 	cat "$MNT/runs/$id/wait" >/dev/null
 	expect_fail "Permission denied" bash -c "echo again > '$MNT/runs/$id/prompt'"
+	# Opened to append or to read and write (no O_TRUNC): the open itself
+	# is refused, as the mode bits say, for root too.
+	python3 - "$MNT/runs/$id" <<'PY' || fail "a started run's prompt or result was opened to write"
+import errno, os, sys
+for name in ("prompt", "config", "result", "status"):
+    for flags in (os.O_WRONLY | os.O_APPEND, os.O_RDWR):
+        try:
+            os.close(os.open(f"{sys.argv[1]}/{name}", flags))
+        except OSError as e:
+            assert e.errno == errno.EACCES, (name, e)
+        else:
+            raise SystemExit(f"{name} opened with flags {flags}")
+PY
 	expect_fail "Permission denied" bash -c "echo default > '$MNT/runs/$id/config'"
 	expect_fail "Permission denied" bash -c "echo free > '$MNT/runs/$id/skills'"
 	expect_fail "Permission denied" bash -c "echo x > '$MNT/runs/$id/status'"
