@@ -105,6 +105,11 @@ static char *cwd_dup(void)
 	return getcwd(NULL, 0);
 }
 
+char *config_path_join(const char *base, const char *p)
+{
+	return path_resolve(base, p);
+}
+
 char *config_path_absolute(const char *p)
 {
 	if (p[0] == '/')

@@ -109,6 +109,9 @@ struct config *config_default(const char *const *dirs, size_t ndirs);
  * text alone (symbolic links are kept: a link retargeted later is
  * followed); a new string, or NULL on failure (errno set). */
 char *config_path_absolute(const char *p);
+/* p joined to base (p wins when absolute), normalised by its text alone; a
+ * new string, or NULL when out of memory. */
+char *config_path_join(const char *base, const char *p);
 
 /* Appends extra -s directories as first_party sources after those of the
  * file. Returns 0 or -1 on ENOMEM. */

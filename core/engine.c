@@ -36,6 +36,9 @@ enum watch_role {
 	WATCH_TREE = 4,          /* in a source: a skill's files, or a directory
 	                            that may become a skill */
 	WATCH_SOURCE_PARENT = 8, /* holds sources: only their names matter */
+	WATCH_CONFIG_PATH = 16,  /* on the way to the config file, or through a
+	                            link on the way: a name coming or going
+	                            may be a link retargeted */
 };
 
 /* What one inotify watch descriptor watches. */
@@ -446,6 +449,8 @@ const char *snapshot_tools_text(struct snapshot *s, size_t *len)
 /* Every directory the mount can show lies at most this deep in a skill
  * (a recursion bound too). */
 #define WATCH_DEPTH_MAX VIEW_MAX_DEPTH
+/* Links followed on the way to the config file when watching them. */
+#define CONFIG_LINK_HOPS 8
 /* The longest a burst of events is collected before it is acted on. */
 #define BURST_MAX_MS 250
 
@@ -502,7 +507,7 @@ static void watch_add(struct engine *e, const char *path, size_t root_len, unsig
 		mask |= WATCH_MASK;
 	if (roles & WATCH_CONFIG_DIR)
 		mask |= CONFIG_DIR_MASK;
-	if (roles & WATCH_SOURCE_PARENT)
+	if (roles & (WATCH_SOURCE_PARENT | WATCH_CONFIG_PATH))
 		mask |= SOURCE_PARENT_MASK;
 	int wd = inotify_add_watch(e->inotify_fd, path, mask);
 	if (wd < 0) {
@@ -623,23 +628,69 @@ static bool config_file_changed(struct engine *e)
 	return changed;
 }
 
-/* Adds watches for the config file's directory (as given, and where its
- * links lead), every source and its parent, and the directories of every
- * skill of s that is not also in old (all of them when old is NULL).
- * Existing watches are kept. */
-static void watch_refresh(struct engine *e, const struct snapshot *old, const struct snapshot *s)
+/* Watches every directory above path (the root included). */
+static void watch_ancestors(struct engine *e, const char *path)
 {
-	const struct config *c = snapshot_config(s);
-	char *given, *real, dir[PATH_MAX];
-	config_paths(e, &given, &real);
-	if (given) {
-		split_dir(given, dir, sizeof dir);
-		watch_add(e, dir, 0, WATCH_CONFIG_DIR, NULL);
+	char up[PATH_MAX];
+	if (snprintf(up, sizeof up, "%s", path) >= (int)sizeof up)
+		return;
+	char *slash;
+	while ((slash = strrchr(up, '/'))) {
+		if (slash == up) {
+			if (up[1]) {
+				up[1] = '\0';
+				watch_add(e, up, 0, WATCH_CONFIG_PATH, NULL);
+			}
+			return;
+		}
+		*slash = '\0';
+		watch_add(e, up, 0, WATCH_CONFIG_PATH, NULL);
 	}
+}
+
+/* Watches what the config file's path goes through: the directories that
+ * hold it as given and as last resolved (real), and every directory on
+ * the way to it and through each link it passes, so that a link
+ * retargeted anywhere on the way (a symlinked directory, a chain of links,
+ * a ConfigMap's ..data) is seen. */
+static void watch_config_path(struct engine *e, const char *given, const char *real)
+{
+	char dir[PATH_MAX];
+	split_dir(given, dir, sizeof dir);
+	watch_add(e, dir, 0, WATCH_CONFIG_DIR, NULL);
 	if (real) {
 		split_dir(real, dir, sizeof dir);
 		watch_add(e, dir, 0, WATCH_CONFIG_DIR, NULL);
 	}
+	char *cur = strdup(given);
+	for (int hop = 0; cur && hop < CONFIG_LINK_HOPS; hop++) {
+		watch_ancestors(e, cur);
+		struct stat st;
+		char target[PATH_MAX];
+		ssize_t n;
+		if (lstat(cur, &st) < 0 || !S_ISLNK(st.st_mode) ||
+		    (n = readlink(cur, target, sizeof target - 1)) < 0)
+			break;
+		target[n] = '\0';
+		split_dir(cur, dir, sizeof dir);
+		char *next = config_path_join(dir, target);
+		free(cur);
+		cur = next;
+	}
+	free(cur);
+}
+
+/* Adds watches for the config file's path (watch_config_path), every
+ * source and its parent, and the directories of every skill of s that is
+ * not also in old (all of them when old is NULL). Existing watches are
+ * kept. */
+static void watch_refresh(struct engine *e, const struct snapshot *old, const struct snapshot *s)
+{
+	const struct config *c = snapshot_config(s);
+	char *given, *real;
+	config_paths(e, &given, &real);
+	if (given)
+		watch_config_path(e, given, real);
 	free(given);
 	free(real);
 	char path[PATH_MAX];
@@ -830,15 +881,16 @@ static void *watch_main(void *arg)
 		if (pfd[1].revents)
 			break;
 		bool config_changed = false, any = false, everything = false;
-		/* The config file as given and where its links led; a name
-		 * coming or going beside the one given, when links are on the
-		 * way (a ConfigMap's ..data swapped), has the file looked at
-		 * again after the burst (config_check). */
+		/* The config file's names as given and where its links led.
+		 * Any other change on its way (a link retargeted, a directory
+		 * renamed or made) has the file looked at again after the
+		 * burst (config_check): reloaded only if it is another file
+		 * or changed. */
 		char *given, *real;
 		config_paths(e, &given, &real);
 		const char *gname = given ? split_dir(given, gdir, sizeof gdir) : NULL;
 		const char *rname = real ? split_dir(real, rdir, sizeof rdir) : NULL;
-		bool linked = given && real && strcmp(given, real) != 0, config_check = false;
+		bool config_check = false;
 		struct strlist replaced = { 0 }; /* sources whose name changed in their parent */
 		memset(dirt, 0, sizeof *dirt);
 		e->burst++;
@@ -894,15 +946,12 @@ static void *watch_main(void *arg)
 				}
 				/* Other files beside the config (the state database
 				 * often) change all the time: they are not ours. */
-				if ((w->roles & WATCH_CONFIG_DIR) && ev->len) {
-					bool in_given = gname && strcmp(w->path, gdir) == 0;
-					if ((in_given && strcmp(ev->name, gname) == 0) ||
-					    (rname && strcmp(w->path, rdir) == 0 &&
-					     strcmp(ev->name, rname) == 0))
+				if ((w->roles & (WATCH_CONFIG_DIR | WATCH_CONFIG_PATH)) && gname) {
+					if ((w->roles & WATCH_CONFIG_DIR) && ev->len &&
+					    (strcmp(ev->name, gname) == 0 ||
+					     (rname && strcmp(ev->name, rname) == 0)))
 						any = config_changed = true;
-					else if (in_given && linked &&
-						 (ev->mask & (IN_CREATE | IN_DELETE | IN_MOVED_FROM |
-							      IN_MOVED_TO)))
+					else
 						config_check = true;
 				}
 			}

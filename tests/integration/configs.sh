@@ -120,6 +120,86 @@ test_config_behind_swapped_links_is_followed() {
 		fail "an edit behind the links was not followed: $(cat "$MNT/configs/main/effective")"
 }
 
+# cfg_named FILE NAME: a config with one configuration, NAME, attaching
+# skill reader from $T/skills (absolute), written to FILE.
+cfg_named() {
+	printf 'sources: [{path: %s, trust: first_party}]\nconfigurations:\n  %s: {skills: [reader]}\n' \
+		"${3:-$T/skills}" "$2" >"$1"
+}
+
+# shows NAME: configs/ lists exactly NAME.
+shows() { [ "$(ls "$MNT/configs" 2>/dev/null | tr '\n' ' ')" = "$1 " ]; }
+
+# follows NAME WHAT: the mount comes to show configuration NAME.
+follows() {
+	wait_for 2 shows "$1" || fail "$2: configs shows [$(ls "$MNT/configs" | tr '\n' ' ')], not $1"
+}
+
+# The ways a config file can be reached through links, and changed behind
+# them: each change is followed.
+test_config_links_every_way() {
+	setup 24000
+	local w=$T/ln
+	# A config kept in a source directory, the source named by a link.
+	rm -rf "$w"
+	mkdir -p "$w/c"
+	ln -s c "$w/clink"
+	make_skill "$w/c" k1 -
+	cfg_named "$w/c/config.yaml" I1 "$w/clink"
+	start_mount -c "$w/c/config.yaml" --state "$T/state.db" || return
+	follows I1 "a config in a linked source"
+	cfg_named "$w/c/config.yaml" I2 "$w/clink"
+	follows I2 "rewritten in a linked source"
+	sed -i 's/I2/I3/' "$w/c/config.yaml"
+	follows I3 "sed -i in a linked source"
+	stop_mount
+	# Through a linked directory, to a file of another name.
+	rm -rf "$w"
+	mkdir -p "$w/A" "$w/B"
+	cfg_named "$w/A/real.yaml" R1
+	ln -s real.yaml "$w/A/config.yaml"
+	cfg_named "$w/B/config.yaml" B1
+	ln -s A "$w/link"
+	start_mount -c "$w/link/config.yaml" --state "$T/state.db" || return
+	follows R1 "through a linked directory"
+	cfg_named "$w/A/real.yaml" R2
+	follows R2 "an edit of the file of another name"
+	# The linked directory retargeted, then an edit there.
+	ln -sfn B "$w/link"
+	follows B1 "the linked directory retargeted"
+	cfg_named "$w/B/config.yaml" B2
+	follows B2 "an edit in the new directory"
+	stop_mount
+	# A chain of two links, the middle one retargeted by a rename.
+	rm -rf "$w"
+	mkdir -p "$w/given" "$w/mid" "$w/v1" "$w/v2"
+	cfg_named "$w/v1/config.yaml" V1
+	cfg_named "$w/v2/config.yaml" V2
+	ln -s ../v1/config.yaml "$w/mid/link.yaml"
+	ln -s ../mid/link.yaml "$w/given/config.yaml"
+	start_mount -c "$w/given/config.yaml" --state "$T/state.db" || return
+	follows V1 "a chain of links"
+	ln -s ../v2/config.yaml "$w/mid/tmp.yaml"
+	mv -T "$w/mid/tmp.yaml" "$w/mid/link.yaml"
+	follows V2 "the middle link retargeted"
+	# The directory holding the file renamed, the link made to follow.
+	mv "$w/v2" "$w/v3"
+	ln -sfn ../v3/config.yaml "$w/mid/link.yaml"
+	cfg_named "$w/v3/config.yaml" V3
+	follows V3 "an edit after its directory was renamed"
+	# The directory removed and made again.
+	rm -rf "$w/v3"
+	mkdir "$w/v3"
+	cfg_named "$w/v3/config.yaml" V4
+	follows V4 "the directory removed and made again"
+	# A link to a file not there yet: an error, until it is there.
+	ln -sfn ../v3/later.yaml "$w/mid/link.yaml"
+	wait_for 2 test -e "$MNT/configs/ERROR" || fail "no ERROR for a dangling link"
+	cfg_named "$w/v3/later.yaml" V5
+	follows V5 "the missing file written"
+	[ ! -e "$MNT/configs/ERROR" ] || fail "ERROR left after the file came"
+}
+
 test_bad_config_reload_keeps_last_good() {
 	setup 24000
 	start || return
