@@ -34,7 +34,8 @@ struct wait_ticket {
  * runs/ are direct I/O, so the read reaches us whatever the size). */
 struct wait_req {
 	uint64_t key;    /* ours, passed to runs_wait and the interrupt hook */
-	uint64_t handle; /* the run manager's */
+	uint64_t handle; /* the run manager's; 0 until registered with it */
+	bool interrupted; /* before it was registered */
 	struct wait_ticket *ticket;
 	fuse_req_t req;
 	size_t size;
@@ -656,10 +657,14 @@ static void wait_interrupted(fuse_req_t req, void *data)
 	for (struct wait_req *p = m->waits; p; p = p->next)
 		if (p->key == key)
 			w = p;
-	if (w && runs_wait_cancel(m->runs, w->handle))
+	if (w && !w->handle) {
+		w->interrupted = true; /* start_wait answers it */
+		w = NULL;
+	} else if (w && runs_wait_cancel(m->runs, w->handle)) {
 		w = wait_take(m, key);
-	else
+	} else {
 		w = NULL; /* wait_done has it */
+	}
 	pthread_mutex_unlock(&m->wait_lock);
 	if (w) {
 		fuse_reply_err(w->req, EINTR);
@@ -688,19 +693,24 @@ static void start_wait(struct mount *m, fuse_req_t req, const char *id, size_t s
 	t->m = m;
 	t->key = w->key;
 	w->ticket = t;
+	pthread_mutex_unlock(&m->wait_lock);
+	/* Before the run manager knows the request: once it does, a worker
+	 * may answer it, which frees it, at any moment. An interrupt that
+	 * came already calls wait_interrupted now, which marks w. */
+	fuse_req_interrupt_func(req, wait_interrupted, (void *)(uintptr_t)w->key);
 	char status[64];
 	uint64_t handle = 0;
+	pthread_mutex_lock(&m->wait_lock);
 	/* Registered under wait_lock: wait_done blocks on it until w->handle
 	 * is set. */
-	int rc = runs_wait(m->runs, id, wait_done, t, status, sizeof status, &handle);
+	int rc = w->interrupted ? -EINTR
+				: runs_wait(m->runs, id, wait_done, t, status, sizeof status, &handle);
 	w->handle = handle;
 	if (rc != 1)
 		wait_take(m, w->key);
 	pthread_mutex_unlock(&m->wait_lock);
-	if (rc == 1) {
-		fuse_req_interrupt_func(req, wait_interrupted, (void *)(uintptr_t)w->key);
+	if (rc == 1)
 		return;
-	}
 	free(t);
 	free(w);
 	if (rc < 0)
