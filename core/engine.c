@@ -628,23 +628,25 @@ static bool config_file_changed(struct engine *e)
 	return changed;
 }
 
-/* Watches every directory above path (the root included). */
-static void watch_ancestors(struct engine *e, const char *path)
+/* Watches every directory above path, up to the root, in roles; each is
+ * given the path of its child on the way down (the name that matters in a
+ * WATCH_SOURCE_PARENT). */
+static void watch_ancestors(struct engine *e, const char *path, unsigned roles)
 {
-	char up[PATH_MAX];
-	if (snprintf(up, sizeof up, "%s", path) >= (int)sizeof up)
+	char child[PATH_MAX], dir[PATH_MAX];
+	size_t len = strlen(path);
+	if (len >= sizeof child)
 		return;
-	char *slash;
-	while ((slash = strrchr(up, '/'))) {
-		if (slash == up) {
-			if (up[1]) {
-				up[1] = '\0';
-				watch_add(e, up, 0, WATCH_CONFIG_PATH, NULL);
-			}
-			return;
-		}
-		*slash = '\0';
-		watch_add(e, up, 0, WATCH_CONFIG_PATH, NULL);
+	memcpy(child, path, len + 1);
+	const char *slash;
+	while ((slash = strrchr(child, '/')) && slash[1]) {
+		size_t n = slash == child ? 1 : (size_t)(slash - child);
+		memcpy(dir, child, n);
+		dir[n] = '\0';
+		watch_add(e, dir, 0, roles, child);
+		if (n == 1)
+			break;
+		memcpy(child, dir, n + 1);
 	}
 }
 
@@ -664,7 +666,7 @@ static void watch_config_path(struct engine *e, const char *given, const char *r
 	}
 	char *cur = strdup(given);
 	for (int hop = 0; cur && hop < CONFIG_LINK_HOPS; hop++) {
-		watch_ancestors(e, cur);
+		watch_ancestors(e, cur, WATCH_CONFIG_PATH);
 		struct stat st;
 		char target[PATH_MAX];
 		ssize_t n;
@@ -702,20 +704,7 @@ static void watch_refresh(struct engine *e, const struct snapshot *old, const st
 		 * a repository cloned again, say) may appear there, go, or be
 		 * replaced (renamed over, a symlink retargeted), and a watch on
 		 * the source itself sees none of that. */
-		char child[PATH_MAX];
-		if (root_len < sizeof child) {
-			memcpy(child, src, root_len + 1);
-			const char *slash;
-			while ((slash = strrchr(child, '/')) && slash[1]) {
-				size_t n = slash == child ? 1 : (size_t)(slash - child);
-				memcpy(path, child, n);
-				path[n] = '\0';
-				watch_add(e, path, 0, WATCH_SOURCE_PARENT, child);
-				if (n == 1)
-					break;
-				memcpy(child, path, n + 1);
-			}
-		}
+		watch_ancestors(e, src, WATCH_SOURCE_PARENT);
 		/* The source, and each directory in it: a SKILL.md can appear in
 		 * a directory that was not a skill a moment ago. */
 		watch_add(e, src, root_len, WATCH_SOURCE, NULL);

@@ -84,6 +84,16 @@ static bool cancel_cb(void *arg)
 	return req->cancelled(req->cancel_arg);
 }
 
+/* How the program runs for every call: its argv, timeout and output cap. */
+static struct proc_spec command_spec(const struct command *c)
+{
+	return (struct proc_spec){
+		.argv = (const char *const *)c->argv,
+		.timeout_ms = c->timeout_s * 1000,
+		.output_max = MODEL_COMMAND_OUTPUT_MAX,
+	};
+}
+
 static int command_complete(void *ctx, const struct model_request *req,
 			    struct model_reply *out, char **err)
 {
@@ -102,15 +112,11 @@ static int command_complete(void *ctx, const struct model_request *req,
 	}
 	text[tlen] = '\n'; /* replaces the NUL; the length says where it ends */
 
-	struct proc_spec spec = {
-		.argv = (const char *const *)c->argv,
-		.stdin_data = text,
-		.stdin_len = tlen + 1,
-		.timeout_ms = c->timeout_s * 1000,
-		.output_max = MODEL_COMMAND_OUTPUT_MAX,
-		.cancel = req->cancelled ? cancel_cb : NULL,
-		.cancel_arg = (void *)req,
-	};
+	struct proc_spec spec = command_spec(c);
+	spec.stdin_data = text;
+	spec.stdin_len = tlen + 1;
+	spec.cancel = req->cancelled ? cancel_cb : NULL;
+	spec.cancel_arg = (void *)req;
 	struct proc_result res;
 	struct proc *ready = __atomic_exchange_n(&c->ready, NULL, __ATOMIC_ACQ_REL);
 	int pr = ready ? proc_finish(ready, &spec, &res) : proc_run(&spec, &res);
@@ -181,11 +187,7 @@ static bool command_prepare(void *ctx)
 	struct command *c = ctx;
 	if (__atomic_load_n(&c->ready, __ATOMIC_ACQUIRE))
 		return true;
-	struct proc_spec spec = {
-		.argv = (const char *const *)c->argv,
-		.timeout_ms = c->timeout_s * 1000,
-		.output_max = MODEL_COMMAND_OUTPUT_MAX,
-	};
+	struct proc_spec spec = command_spec(c);
 	struct proc_result res;
 	struct proc *p = proc_start(&spec, &res);
 	proc_result_free(&res); /* a failure is reported by the call itself */

@@ -406,10 +406,18 @@ struct proc {
 	int in, out, err, pidfd;
 };
 
-static bool spec_valid(const struct proc_spec *spec)
+/* Empties res for a run of spec, and checks spec: 0, or -1 with errno
+ * EINVAL and the reason in res. */
+static int result_open(const struct proc_spec *spec, struct proc_result *res)
 {
-	return spec && spec->argv && spec->argv[0] && spec->timeout_ms > 0 &&
-	       spec->output_max > 0 && (!spec->stdin_len || spec->stdin_data);
+	memset(res, 0, sizeof *res);
+	res->exit_code = -1;
+	if (spec && spec->argv && spec->argv[0] && spec->timeout_ms > 0 &&
+	    spec->output_max > 0 && (!spec->stdin_len || spec->stdin_data))
+		return 0;
+	buf_puts(&res->err, "invalid process specification");
+	errno = EINVAL;
+	return -1;
 }
 
 /* Starts spec's program with stdin a pipe (stdin_pipe) or /dev/null.
@@ -548,19 +556,10 @@ static void finish(const struct proc_spec *spec, struct proc *p, struct proc_res
 	pthread_sigmask(SIG_SETMASK, &oldmask, NULL);
 }
 
-static int invalid_spec(struct proc_result *res)
-{
-	buf_puts(&res->err, "invalid process specification");
-	errno = EINVAL;
-	return -1;
-}
-
 int proc_run(const struct proc_spec *spec, struct proc_result *res)
 {
-	memset(res, 0, sizeof *res);
-	res->exit_code = -1;
-	if (!spec_valid(spec))
-		return invalid_spec(res);
+	if (result_open(spec, res) < 0)
+		return -1;
 	struct proc p;
 	if (start(spec, spec->stdin_len > 0, &p, res) < 0)
 		return -1;
@@ -570,12 +569,8 @@ int proc_run(const struct proc_spec *spec, struct proc_result *res)
 
 struct proc *proc_start(const struct proc_spec *spec, struct proc_result *res)
 {
-	memset(res, 0, sizeof *res);
-	res->exit_code = -1;
-	if (!spec_valid(spec)) {
-		invalid_spec(res);
+	if (result_open(spec, res) < 0)
 		return NULL;
-	}
 	struct proc *p = malloc(sizeof *p);
 	if (!p) {
 		buf_puts(&res->err, "out of memory");
@@ -593,11 +588,9 @@ struct proc *proc_start(const struct proc_spec *spec, struct proc_result *res)
 
 int proc_finish(struct proc *p, const struct proc_spec *spec, struct proc_result *res)
 {
-	memset(res, 0, sizeof *res);
-	res->exit_code = -1;
-	if (!spec_valid(spec)) {
+	if (result_open(spec, res) < 0) {
 		proc_discard(p);
-		return invalid_spec(res);
+		return -1;
 	}
 	finish(spec, p, res);
 	free(p);

@@ -1473,6 +1473,19 @@ static int apply_ctl(struct runs *r, struct run *run, const char *cmd)
 	return -EINVAL;
 }
 
+/* Whether file name of run may be written now: 0 or -EACCES. */
+static int writable_locked(const struct run *run, const char *name)
+{
+	if (strcmp(name, "ctl") == 0)
+		return runstate_is_terminal(run->state) ? -EACCES : 0;
+	if (strcmp(name, "input") == 0)
+		return run->state == RUNSTATE_WAITING_FOR_INPUT ? 0 : -EACCES;
+	if (strcmp(name, "prompt") == 0 || strcmp(name, "config") == 0 ||
+	    strcmp(name, "skills") == 0)
+		return run->state == RUNSTATE_CREATED ? 0 : -EACCES;
+	return -EACCES;
+}
+
 ssize_t runs_write(struct runs *r, const char *id, const char *name, const char *data,
 		   size_t len, off_t off)
 {
@@ -1488,10 +1501,10 @@ ssize_t runs_write(struct runs *r, const char *id, const char *name, const char 
 	struct buf tmp = { 0 };
 	if (!run) {
 		rc = -ENOENT;
+	} else if (strcmp(name, "ctl") != 0 && (rc = writable_locked(run, name)) < 0) {
+		/* read-only now (a ctl command says itself when it cannot be) */
 	} else if (strcmp(name, "prompt") == 0) {
-		if (run->state != RUNSTATE_CREATED)
-			rc = -EACCES;
-		else if ((uint64_t)off + len > (uint64_t)prompt_max)
+		if ((uint64_t)off + len > (uint64_t)prompt_max)
 			rc = -EFBIG;
 		else if (has_nul(data, len))
 			rc = -EINVAL;
@@ -1515,9 +1528,7 @@ ssize_t runs_write(struct runs *r, const char *id, const char *name, const char 
 	} else if (strcmp(name, "config") == 0 || strcmp(name, "skills") == 0) {
 		bool is_config = name[0] == 'c';
 		struct buf *file = is_config ? &run->config_file : &run->skills_file;
-		if (run->state != RUNSTATE_CREATED)
-			rc = -EACCES;
-		else if ((uint64_t)off + len > (is_config ? CONFIG_NAME_MAX + 2 : SKILLS_FILE_MAX))
+		if ((uint64_t)off + len > (is_config ? CONFIG_NAME_MAX + 2 : SKILLS_FILE_MAX))
 			rc = -EFBIG;
 		else if (has_nul(data, len))
 			rc = -EINVAL;
@@ -1554,9 +1565,7 @@ ssize_t runs_write(struct runs *r, const char *id, const char *name, const char 
 		strlist_free(&words);
 		changed = rc == 0;
 	} else if (strcmp(name, "input") == 0) {
-		if (run->state != RUNSTATE_WAITING_FOR_INPUT)
-			rc = -EACCES;
-		else if ((uint64_t)off + len > INPUT_MAX)
+		if ((uint64_t)off + len > INPUT_MAX)
 			rc = -EFBIG;
 		else if (has_nul(data, len))
 			rc = -EINVAL;
@@ -1575,8 +1584,6 @@ ssize_t runs_write(struct runs *r, const char *id, const char *name, const char 
 			buf_free(&run->input);
 			run->input_written = false;
 		}
-	} else {
-		rc = -EACCES;
 	}
 	if (changed)
 		clock_gettime(CLOCK_REALTIME, &run->changed);
@@ -1585,19 +1592,6 @@ ssize_t runs_write(struct runs *r, const char *id, const char *name, const char 
 	if (changed)
 		refresh(r, id);
 	return rc < 0 ? rc : (ssize_t)len;
-}
-
-/* Whether file name of run may be written now: 0 or -EACCES. */
-static int writable_locked(const struct run *run, const char *name)
-{
-	if (strcmp(name, "ctl") == 0)
-		return runstate_is_terminal(run->state) ? -EACCES : 0;
-	if (strcmp(name, "input") == 0)
-		return run->state == RUNSTATE_WAITING_FOR_INPUT ? 0 : -EACCES;
-	if (strcmp(name, "prompt") == 0 || strcmp(name, "config") == 0 ||
-	    strcmp(name, "skills") == 0)
-		return run->state == RUNSTATE_CREATED ? 0 : -EACCES;
-	return -EACCES;
 }
 
 int runs_writable(struct runs *r, const char *id, const char *name)

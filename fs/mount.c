@@ -275,11 +275,13 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		 * write either (root passes default_permissions). */
 		bool writing = (fi->flags & O_ACCMODE) != O_RDONLY;
 		if (writing || (fi->flags & O_TRUNC)) {
-			rc = m->runs && view_run_file(path, id, sizeof id, &name)
-				     ? runs_writable(m->runs, id, name)
-				     : -EACCES;
-			if (rc == 0 && (fi->flags & O_TRUNC))
+			/* runs_truncate checks as runs_writable does. */
+			if (!m->runs || !view_run_file(path, id, sizeof id, &name))
+				rc = -EACCES;
+			else if (fi->flags & O_TRUNC)
 				rc = runs_truncate(m->runs, id, name, 0);
+			else
+				rc = runs_writable(m->runs, id, name);
 			if (rc < 0) {
 				fuse_reply_err(req, -rc);
 				return;
