@@ -875,10 +875,13 @@ static int handle_call(struct chat *c, size_t ai, size_t k)
 	} else if (strcmp(tool, "run_skill") == 0) {
 		rc = call_run_skill(c, (json_int_t)ai + 1, call_id, args, &r);
 	} else {
+		const struct grant_tool *gt = grants_find(a->env->allow, tool);
 		struct tool_ctx tc = {
 			.workspace = a->env->workspace,
-			.timeout_ms = a->env->tool_timeout_ms,
-			.output_max = a->env->tool_output_max,
+			.sandbox = a->env->sandbox,
+			.argv_only = gt && !gt->unrestricted,
+			.timeout_ms = config_tool_timeout_ms(a->env->config, tool),
+			.output_max = config_tool_output_max(a->env->config, tool),
 			.cancel = interrupted,
 			.cancel_arg = a,
 		};

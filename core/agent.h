@@ -36,8 +36,8 @@ struct agent_env {
 	                                     NULL: parsed and encoded per chat */
 	const char *start_mode;           /* recorded when a queued run */
 	const char *start_model;          /* starts ("inline", model name) */
-	int tool_timeout_ms;              /* bash etc. */
-	size_t tool_output_max;
+	const struct sandbox *sandbox;    /* confines process tools; NULL:
+	                                     they are refused */
 	/* Polled between steps and during model/tool calls: true = cancel the
 	 * run (it ends in state cancelled). */
 	bool (*cancelled)(void *arg);

@@ -335,7 +335,7 @@ static int get_fields(struct ctx *x, const yaml_node_t *n, const char *key,
 		out[i] = NULL;
 	if (n->type != YAML_MAPPING_NODE)
 		return fail(x, n, key, "expected a mapping, got %s", node_kind(n));
-	bool seen[16] = {false}; /* every caller names at most 7 keys */
+	bool seen[16] = {false}; /* every caller names at most 8 keys */
 	if (nnames > sizeof seen / sizeof *seen)
 		return fail(x, n, key, "internal error: too many keys");
 	for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
@@ -639,12 +639,104 @@ static int set_builtin_tools(struct config *c)
 	return 0;
 }
 
+static int dup_field(struct ctx *x, const yaml_node_t *n, const char *key, char **out);
+
+/* tools.limits: {<tool>: {timeout: seconds, output_bytes: n}}. */
+static int parse_tool_limits(struct ctx *x, const yaml_node_t *n)
+{
+	static const char *const names[] = {"timeout", "output_bytes"};
+	const char *key = "tools.limits";
+	char k[KEY_MAX];
+	struct tools_config *t = &x->c->tools;
+	if (n->type != YAML_MAPPING_NODE)
+		return fail(x, n, key, "expected a mapping of tool to limits, got %s",
+			    node_kind(n));
+	for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
+	     p < n->data.mapping.pairs.top; p++) {
+		yaml_node_t *kn = node_at(x, p->key), *vn = node_at(x, p->value);
+		const char *name;
+		if (!kn || !vn)
+			return fail(x, n, key, "malformed mapping");
+		if (get_str(x, kn, key, false, &name) < 0)
+			return -1;
+		key_join(k, key, name);
+		char *tool = str_lower(name);
+		if (!tool)
+			return fail_oom(x);
+		int bad = 0;
+		if (!is_builtin_tool(tool))
+			bad = fail_unknown_tool(x, kn, k, name);
+		for (size_t i = 0; !bad && i < t->nlimits; i++)
+			if (!strcmp(t->limits[i].tool, tool))
+				bad = fail(x, kn, k, "key given twice");
+		struct tool_limit *l = bad ? NULL : realloc(t->limits, (t->nlimits + 1) * sizeof *l);
+		if (!bad && !l)
+			bad = fail_oom(x);
+		if (bad) {
+			free(tool);
+			return -1;
+		}
+		t->limits = l;
+		l = &t->limits[t->nlimits++];
+		*l = (struct tool_limit){ .tool = tool };
+		if (is_null(vn))
+			continue;
+		yaml_node_t *f[2];
+		char kk[KEY_MAX];
+		if (get_fields(x, vn, k, names, 2, f) < 0 ||
+		    (f[0] && get_int(x, f[0], key_join(kk, k, "timeout"), 1, 86400,
+				     &l->timeout) < 0) ||
+		    (f[1] && get_long(x, f[1], key_join(kk, k, "output_bytes"), 1,
+				      64L << 20, &l->output_bytes) < 0))
+			return -1;
+	}
+	return 0;
+}
+
+/* tools.env: {NAME: value}, passed to tool processes as NAME=value. */
+static int parse_tool_env(struct ctx *x, const yaml_node_t *n)
+{
+	const char *key = "tools.env";
+	char k[KEY_MAX];
+	if (n->type != YAML_MAPPING_NODE)
+		return fail(x, n, key, "expected a mapping of variable to value, got %s",
+			    node_kind(n));
+	for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
+	     p < n->data.mapping.pairs.top; p++) {
+		yaml_node_t *kn = node_at(x, p->key), *vn = node_at(x, p->value);
+		const char *name, *val = "";
+		if (!kn || !vn)
+			return fail(x, n, key, "malformed mapping");
+		if (get_str(x, kn, key, false, &name) < 0)
+			return -1;
+		key_join(k, key, name);
+		bool ok = isalpha((unsigned char)name[0]) || name[0] == '_';
+		for (const char *q = name; ok && *q; q++)
+			ok = isalnum((unsigned char)*q) || *q == '_';
+		if (!ok)
+			return fail(x, kn, k, "not a variable name (letters, digits, _)");
+		if (!strcmp(name, "PATH") || !strcmp(name, "HOME"))
+			return fail(x, kn, k, "%s is set by skillfs for each tool", name);
+		if (!is_null(vn) && get_str(x, vn, k, true, &val) < 0)
+			return -1;
+		for (size_t i = 0; i < x->c->tools.env.n; i++) {
+			const char *e = x->c->tools.env.items[i];
+			if (!strncmp(e, name, strlen(name)) && e[strlen(name)] == '=')
+				return fail(x, kn, k, "key given twice");
+		}
+		if (strlist_addf(&x->c->tools.env, "%s=%s", name, val) < 0)
+			return fail_oom(x);
+	}
+	return 0;
+}
+
 static int parse_tools(struct ctx *x, const yaml_node_t *n)
 {
-	static const char *const names[] = {"registered", "approval"};
-	yaml_node_t *f[2];
+	static const char *const names[] = {"registered", "approval", "sandbox",
+		"sandbox_program", "network", "user", "env", "limits"};
+	yaml_node_t *f[8];
 	struct config *c = x->c;
-	if (get_fields(x, n, "tools", names, 2, f) < 0)
+	if (get_fields(x, n, "tools", names, 8, f) < 0)
 		return -1;
 	if (f[0]) {
 		strlist_free(&c->registered_tools);
@@ -655,6 +747,35 @@ static int parse_tools(struct ctx *x, const yaml_node_t *n)
 	/* Approval names are checked against the final registered list. */
 	if (f[1] && parse_tool_list(x, f[1], "tools.approval", &c->approval_tools,
 				    true) < 0)
+		return -1;
+	if (f[2]) {
+		const char *s;
+		if (get_str(x, f[2], "tools.sandbox", false, &s) < 0)
+			return -1;
+		if (!strcmp(s, "bwrap"))
+			c->tools.sandbox = SANDBOX_BWRAP;
+		else if (!strcmp(s, "none"))
+			c->tools.sandbox = SANDBOX_NONE;
+		else
+			return fail(x, f[2], "tools.sandbox",
+				    "expected 'bwrap' or 'none', got '%.64s'", s);
+	}
+	if (dup_field(x, f[3], "tools.sandbox_program", &c->tools.sandbox_program) < 0)
+		return -1;
+	if (c->tools.sandbox_program && c->tools.sandbox_program[0] != '/' &&
+	    strchr(c->tools.sandbox_program, '/')) {
+		char *abs = path_resolve(x->base_dir, c->tools.sandbox_program);
+		if (!abs)
+			return fail_oom(x);
+		free(c->tools.sandbox_program);
+		c->tools.sandbox_program = abs;
+	}
+	if (f[4] && get_bool(x, f[4], "tools.network", &c->tools.network) < 0)
+		return -1;
+	if (dup_field(x, f[5], "tools.user", &c->tools.user) < 0)
+		return -1;
+	if ((f[6] && parse_tool_env(x, f[6]) < 0) ||
+	    (f[7] && parse_tool_limits(x, f[7]) < 0))
 		return -1;
 	return 0;
 }
@@ -1200,6 +1321,49 @@ bool config_tool_registered(const struct config *c, const char *tool)
 	return false;
 }
 
+static const struct tool_limit *tool_limit(const struct config *c, const char *tool)
+{
+	for (size_t i = 0; c && tool && i < c->tools.nlimits; i++)
+		if (!strcmp(c->tools.limits[i].tool, tool))
+			return &c->tools.limits[i];
+	return NULL;
+}
+
+int config_tool_timeout_ms(const struct config *c, const char *tool)
+{
+	const struct tool_limit *l = tool_limit(c, tool);
+	return (l && l->timeout ? l->timeout : CONFIG_DEFAULT_TOOL_TIMEOUT) * 1000;
+}
+
+size_t config_tool_output_max(const struct config *c, const char *tool)
+{
+	const struct tool_limit *l = tool_limit(c, tool);
+	return (size_t)(l && l->output_bytes ? l->output_bytes : CONFIG_DEFAULT_TOOL_OUTPUT);
+}
+
+int config_tool_unavailable(struct config *c, const char *tool, const char *why)
+{
+	if (!strlist_has(&c->registered_tools, tool))
+		return 0;
+	if (strlist_add(&c->tools.unavailable, tool) < 0)
+		return -1;
+	if (strlist_add(&c->tools.unavailable_why, why) < 0) {
+		strlist_remove(&c->tools.unavailable, tool);
+		return -1;
+	}
+	strlist_remove(&c->registered_tools, tool);
+	strlist_remove(&c->approval_tools, tool);
+	return 0;
+}
+
+const char *config_tool_unavailable_why(const struct config *c, const char *tool)
+{
+	for (size_t i = 0; c && tool && i < c->tools.unavailable.n; i++)
+		if (!strcasecmp(c->tools.unavailable.items[i], tool))
+			return c->tools.unavailable_why.items[i];
+	return NULL;
+}
+
 void config_free(struct config *c)
 {
 	if (!c)
@@ -1215,6 +1379,14 @@ void config_free(struct config *c)
 	free(c->trust_overrides);
 	strlist_free(&c->registered_tools);
 	strlist_free(&c->approval_tools);
+	free(c->tools.sandbox_program);
+	free(c->tools.user);
+	strlist_free(&c->tools.env);
+	for (size_t i = 0; i < c->tools.nlimits; i++)
+		free(c->tools.limits[i].tool);
+	free(c->tools.limits);
+	strlist_free(&c->tools.unavailable);
+	strlist_free(&c->tools.unavailable_why);
 	free(c->model.provider);
 	strlist_free(&c->model.command);
 	free(c->model.base_url);

@@ -14,6 +14,9 @@
 #define CONFIG_DEFAULT_MAX_TURNS 32
 #define CONFIG_DEFAULT_MODEL_TIMEOUT 120
 #define CONFIG_DEFAULT_PROMPT_MAX (1024 * 1024)
+#define CONFIG_DEFAULT_TOOL_TIMEOUT 60          /* seconds, process tools */
+#define CONFIG_DEFAULT_TOOL_OUTPUT (64L * 1024) /* bytes, process tools */
+#define CONFIG_DEFAULT_TOOLS_USER "nobody"
 
 /* The name under configs/ that holds the config file's reload error, so no
  * configuration may take it. */
@@ -54,6 +57,36 @@ struct model_config {
 	int timeout;           /* seconds */
 };
 
+/* How process tools are confined (DESIGN.md section 7). */
+enum sandbox_mode {
+	SANDBOX_BWRAP = 0, /* bubblewrap; without a working one, no process tools */
+	SANDBOX_NONE = 1,  /* tools.sandbox: none, an explicit opt-out (warned) */
+};
+
+/* tools.limits.<tool>: caps of one process tool's calls. */
+struct tool_limit {
+	char *tool;         /* lower-case */
+	int timeout;        /* seconds; 0: CONFIG_DEFAULT_TOOL_TIMEOUT */
+	long output_bytes;  /* 0: CONFIG_DEFAULT_TOOL_OUTPUT */
+};
+
+struct tools_config {
+	enum sandbox_mode sandbox;
+	char *sandbox_program; /* tools.sandbox_program (absolute when it has a
+	                          '/'), or NULL: "bwrap" looked up on PATH */
+	bool network;          /* tools.network: the sandbox keeps the network */
+	char *user;            /* tools.user: whom tools run as when the daemon
+	                          is root; NULL: CONFIG_DEFAULT_TOOLS_USER */
+	struct strlist env;    /* tools.env as "NAME=value", for tool processes */
+	struct tool_limit *limits;
+	size_t nlimits;
+	/* Filled by whoever probes the machine (the engine, skillfs check):
+	 * registered tools that cannot work here, moved out of
+	 * registered_tools, each with the reason at the same index. */
+	struct strlist unavailable;
+	struct strlist unavailable_why;
+};
+
 struct config {
 	char *path;     /* the config file, absolute; NULL for the no-config default */
 	char *base_dir; /* directory relative paths resolve against */
@@ -71,6 +104,7 @@ struct config {
 
 	struct strlist registered_tools; /* lower-case, in config order */
 	struct strlist approval_tools;
+	struct tools_config tools;
 
 	struct model_config model;
 	int workers;
@@ -130,6 +164,21 @@ bool config_skill_disabled(const struct config *c, const char *skill);
 
 /* Whether a (lower-case) tool name is registered. */
 bool config_tool_registered(const struct config *c, const char *tool);
+
+/* The timeout (ms) and output cap (bytes) of a process tool's call: its
+ * tools.limits entry, else the defaults. */
+int config_tool_timeout_ms(const struct config *c, const char *tool);
+size_t config_tool_output_max(const struct config *c, const char *tool);
+
+/* Takes a registered tool out of registered_tools (and approval_tools)
+ * into tools.unavailable with the reason: it is then never offered nor
+ * counted by policy all. No-op when it is not registered. Returns 0, or -1
+ * on ENOMEM. */
+int config_tool_unavailable(struct config *c, const char *tool, const char *why);
+
+/* Why a built-in tool is not available (it was registered but cannot work
+ * here), or NULL. */
+const char *config_tool_unavailable_why(const struct config *c, const char *tool);
 
 void config_free(struct config *c);
 

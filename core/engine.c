@@ -19,12 +19,15 @@
 #include "proc.h"
 #include "resolution.h"
 #include "runs.h"
+#include "sandbox.h"
+#include "tools.h"
 #include "view.h"
 
 /* A config shared by successive snapshots until the file changes. */
 struct shared_config {
 	int refs;
 	struct config *c;
+	struct sandbox sandbox; /* probed for c when it was loaded */
 };
 
 /* What a watched directory is to us (a directory can be several). */
@@ -83,11 +86,15 @@ struct engine {
 	bool watch_warning_new;   /* not yet in a snapshot (watcher thread) */
 };
 
+/* Takes c (the caller keeps it on failure); probes what its tools need
+ * (tools_probe). */
 static struct shared_config *shared_config_new(struct config *c)
 {
-	struct shared_config *sc = malloc(sizeof *sc);
-	if (!sc)
+	struct shared_config *sc = calloc(1, sizeof *sc);
+	if (!sc || tools_probe(c, &sc->sandbox) < 0) {
+		free(sc);
 		return NULL;
+	}
 	sc->refs = 1;
 	sc->c = c;
 	return sc;
@@ -97,6 +104,7 @@ static void shared_config_unref(struct shared_config *sc)
 {
 	if (sc && __atomic_sub_fetch(&sc->refs, 1, __ATOMIC_ACQ_REL) == 0) {
 		config_free(sc->c);
+		sandbox_free(&sc->sandbox);
 		free(sc);
 	}
 }
@@ -104,6 +112,11 @@ static void shared_config_unref(struct shared_config *sc)
 const struct config *snapshot_config(const struct snapshot *s)
 {
 	return s->cfg->c;
+}
+
+const struct sandbox *snapshot_sandbox(const struct snapshot *s)
+{
+	return &s->cfg->sandbox;
 }
 
 void snapshot_unref(struct snapshot *s)
@@ -418,10 +431,17 @@ const char *snapshot_tools_text(struct snapshot *s, size_t *len)
 	pthread_mutex_lock(&s->lock);
 	if (!s->tools_text) {
 		const struct config *c = snapshot_config(s);
+		const struct sandbox *sb = snapshot_sandbox(s);
 		struct buf b = { 0 };
 		int rc = 0;
-		for (size_t i = 0; i < c->registered_tools.n && rc == 0; i++)
-			rc = buf_printf(&b, "%s\n", c->registered_tools.items[i]);
+		for (size_t i = 0; i < c->registered_tools.n && rc == 0; i++) {
+			const char *t = c->registered_tools.items[i];
+			bool bare = sb->mode == SANDBOX_NONE && tools_is_process(t);
+			rc = buf_printf(&b, "%s%s\n", t, bare ? " (no sandbox)" : "");
+		}
+		for (size_t i = 0; i < c->tools.unavailable.n && rc == 0; i++)
+			rc = buf_printf(&b, "%s unavailable: %s\n", c->tools.unavailable.items[i],
+					c->tools.unavailable_why.items[i]);
 		if (rc == 0)
 			s->tools_text = buf_steal(&b, &s->tools_len);
 		else

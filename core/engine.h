@@ -57,6 +57,10 @@ struct snapshot {
 /* The snapshot's config. */
 const struct config *snapshot_config(const struct snapshot *s);
 
+struct sandbox;
+/* How the snapshot's config confines process tools (probed at its load). */
+const struct sandbox *snapshot_sandbox(const struct snapshot *s);
+
 struct engine;
 
 /* Called after a rebuild with the old and new snapshot (both valid during

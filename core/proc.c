@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -17,6 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
@@ -32,7 +36,7 @@ extern char **environ;
 #define CHILD_STACK_SIZE (64 * 1024)
 
 /* What the child failed at. */
-enum stage { ST_SETPGID, ST_DUP, ST_CHDIR, ST_RLIMIT, ST_EXEC };
+enum stage { ST_SETPGID, ST_DUP, ST_CHDIR, ST_RLIMIT, ST_MOUNT, ST_IDS, ST_EXEC };
 
 /* Everything the child needs, prepared before it starts so that the child
  * only makes async-signal-safe calls. The child shares the parent's memory
@@ -46,6 +50,14 @@ struct child_plan {
 	int fd_scan_max;
 	bool rlimits;
 	struct rlimit cpu, fsize, as, nofile, core;
+	const int *keep_fds;
+	size_t nkeep_fds;
+	const struct proc_mount *mounts;
+	size_t nmounts;
+	const char *mount_stage;
+	bool set_ids;
+	uid_t uid;
+	gid_t gid;
 	volatile int failed, stage, err;
 };
 
@@ -218,10 +230,38 @@ static int child_exec(void *arg)
 	     setrlimit(RLIMIT_CORE, &p->core) < 0))
 		goto fail;
 
-	/* Nothing but 0..2 survives exec. */
+	/* A mount namespace of the child's own, so that nothing it attaches
+	 * is seen anywhere else. */
+	stage = ST_MOUNT;
+	if (p->nmounts) {
+		if (unshare(CLONE_NEWNS) != 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+		    mount("tmpfs", p->mount_stage, "tmpfs", MS_NOSUID | MS_NODEV,
+			  "mode=0755,size=64k") != 0)
+			goto fail;
+		for (size_t i = 0; i < p->nmounts; i++)
+			if (mkdir(p->mounts[i].target, 0755) != 0 ||
+			    syscall(SYS_move_mount, p->mounts[i].tree_fd, "", AT_FDCWD,
+				    p->mounts[i].target, MOVE_MOUNT_F_EMPTY_PATH) != 0)
+				goto fail;
+	}
+
+	/* Raw system calls: glibc's set*id would signal the parent's threads,
+	 * whose memory this child shares. Groups first, the uid last. */
+	stage = ST_IDS;
+	if (p->set_ids &&
+	    (syscall(SYS_setgroups, 0, NULL) != 0 ||
+	     syscall(SYS_setresgid, p->gid, p->gid, p->gid) != 0 ||
+	     syscall(SYS_setresuid, p->uid, p->uid, p->uid) != 0))
+		goto fail;
+
+	/* Nothing but 0..2 and the kept descriptors survives exec. */
 	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
 		for (int fd = 3; fd < p->fd_scan_max; fd++)
 			(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+	for (size_t i = 0; i < p->nkeep_fds; i++)
+		if (p->keep_fds[i] >= 3)
+			(void)fcntl(p->keep_fds[i], F_SETFD, 0);
 
 	stage = ST_EXEC;
 	execve(p->path, p->argv, p->envp);
@@ -266,6 +306,13 @@ static void start_error(struct proc_result *res, const struct proc_spec *spec,
 		break;
 	case ST_RLIMIT:
 		buf_printf(&res->err, "cannot set resource limits for %s: %s", spec->argv[0], es);
+		break;
+	case ST_MOUNT:
+		buf_printf(&res->err, "cannot prepare the mounts for %s: %s", spec->argv[0], es);
+		break;
+	case ST_IDS:
+		buf_printf(&res->err, "cannot switch to uid %ld gid %ld for %s: %s",
+			   (long)spec->uid, (long)spec->gid, spec->argv[0], es);
 		break;
 	case ST_SETPGID:
 	case ST_DUP:
@@ -432,6 +479,14 @@ static int start(const struct proc_spec *spec, bool stdin_pipe, struct proc *p,
 		.cwd = spec->cwd,
 		.rlimits = spec->rlimits,
 		.fd_scan_max = FD_SCAN_MAX,
+		.keep_fds = spec->keep_fds,
+		.nkeep_fds = spec->keep_fds ? spec->nkeep_fds : 0,
+		.mounts = spec->mounts,
+		.nmounts = spec->mounts && spec->mount_stage ? spec->nmounts : 0,
+		.mount_stage = spec->mount_stage,
+		.set_ids = spec->set_ids,
+		.uid = spec->uid,
+		.gid = spec->gid,
 	};
 	char *path = proc_find_program(spec->argv[0], spec->envp);
 	if (!path) {

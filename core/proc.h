@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <sys/types.h>
+
 #include "buf.h"
 
 /* Limits applied in the child when proc_spec.rlimits is set. RLIMIT_CPU is
@@ -16,6 +18,15 @@
 #define PROC_RLIMIT_FSIZE (64L * 1024 * 1024)
 #define PROC_RLIMIT_AS (2048L * 1024 * 1024)
 #define PROC_RLIMIT_NOFILE 1024L
+
+/* A detached copy of a directory tree (open_tree(2) with OPEN_TREE_CLONE)
+ * that the child attaches at target, in a private mount namespace of its
+ * own, before it drops to spec->uid: how a program run as another user
+ * reaches a directory whose path that user could not traverse. */
+struct proc_mount {
+	int tree_fd;
+	const char *target; /* made (mode 0755) on the tmpfs at spec->mount_stage */
+};
 
 struct proc_spec {
 	const char *const *argv; /* argv[0] is looked up in PATH when it has no '/' */
@@ -27,6 +38,19 @@ struct proc_spec {
 	size_t output_max;       /* cap for stdout and for stderr, each; > 0 */
 	bool merge_stderr;       /* stderr goes into out (tools), not err */
 	bool rlimits;            /* apply CPU/file-size/memory/fd rlimits, no core */
+	/* Descriptors (>= 3) the program inherits at the same numbers. */
+	const int *keep_fds;
+	size_t nkeep_fds;
+	/* Attached in the child's own mount namespace, on a fresh tmpfs
+	 * mounted at mount_stage (root only; none when nmounts is 0). */
+	const struct proc_mount *mounts;
+	size_t nmounts;
+	const char *mount_stage;
+	/* Run as this uid and gid with no supplementary groups (the daemon
+	 * must be root). */
+	bool set_ids;
+	uid_t uid;
+	gid_t gid;
 	/* Optional: polled about every 100 ms while the program runs; when it
 	 * returns true the group is killed and res->cancelled is set. */
 	bool (*cancel)(void *arg);
@@ -54,7 +78,7 @@ struct proc_result {
  * reaped with waitpid on its pid (no SIGCHLD handler is needed, but SIGCHLD
  * must not be set to SIG_IGN). Signal dispositions and the signal mask are
  * reset to defaults in the child, and it inherits no descriptor other than
- * 0, 1 and 2. Thread-safe: SIGPIPE is blocked only in the calling thread
+ * 0, 1, 2 and spec->keep_fds. Thread-safe: SIGPIPE is blocked only in the calling thread
  * while it runs. */
 int proc_run(const struct proc_spec *spec, struct proc_result *res);
 

@@ -24,8 +24,6 @@
 #define INPUT_MAX (256 * 1024)
 #define CONFIG_NAME_MAX 64
 #define SKILLS_FILE_MAX (64 * 1024)
-#define TOOL_TIMEOUT_MS 60000
-#define TOOL_OUTPUT_MAX (64 * 1024)
 
 /* What the mount needs to know about a run without asking the store. */
 struct run {
@@ -530,8 +528,7 @@ static void execute(struct runs *r, struct run *run, bool queued, struct spare *
 		.tool_schemas = &r->tool_schemas,
 		.start_mode = c->execution_mode == EXEC_SUBAGENT ? "subagent" : "inline",
 		.start_model = c->model.model ? c->model.model : model_provider(model),
-		.tool_timeout_ms = TOOL_TIMEOUT_MS,
-		.tool_output_max = TOOL_OUTPUT_MAX,
+		.sandbox = snapshot_sandbox(s),
 		.cancelled = run_cancelled,
 		.cancel_arg = run,
 		.stopping = runs_stopping,

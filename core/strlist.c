@@ -96,3 +96,25 @@ void strlist_free(struct strlist *l)
 	l->items = NULL;
 	l->n = l->cap = 0;
 }
+
+void strlist_remove(struct strlist *l, const char *s)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (strcmp(l->items[i], s) == 0) {
+			free(l->items[i]);
+			memmove(&l->items[i], &l->items[i + 1], (l->n - i - 1) * sizeof *l->items);
+			l->n--;
+			return;
+		}
+}
+
+const char **strlist_to_argv(const struct strlist *l)
+{
+	const char **v = malloc((l->n + 1) * sizeof *v);
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < l->n; i++)
+		v[i] = l->items[i];
+	v[l->n] = NULL;
+	return v;
+}

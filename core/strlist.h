@@ -31,6 +31,11 @@ void strlist_sort(struct strlist *l);
  * of memory or an item is not valid UTF-8. */
 json_t *strlist_to_json(const struct strlist *l);
 /* Frees every item and the array; leaves l empty and reusable. */
+/* Removes the first item equal to s (a no-op when there is none). */
+void strlist_remove(struct strlist *l, const char *s);
+/* A NULL-terminated array of the items (borrowed; free the array only), as
+ * argv and envp want, or NULL on ENOMEM. */
+const char **strlist_to_argv(const struct strlist *l);
 void strlist_free(struct strlist *l);
 
 #endif

@@ -8,7 +8,10 @@
 #include <string.h>
 
 #include "buf.h"
+#include "cmdline.h"
+#include "config.h"
 #include "proc.h"
+#include "sandbox.h"
 #include "workspace.h"
 
 /* How a built-in tool is executed. */
@@ -35,6 +38,7 @@ struct tool_def {
 	const char *parameters; /* JSON Schema of the arguments object */
 	enum tool_impl impl;
 	tool_fn fn;
+	bool process; /* starts programs: only with a usable sandbox */
 };
 
 static void exec_bash(struct call *c, json_t *args);
@@ -49,12 +53,15 @@ static void exec_edit(struct call *c, json_t *args);
 
 static const struct tool_def defs[] = {
 	{"bash",
-	 "Run a shell command with /bin/bash -c in the run's workspace "
-	 "directory. stdout and stderr are combined. The output is capped and "
-	 "the command is killed after a timeout; the result ends with the exit "
-	 "status, e.g. [exit 0].",
+	 "Run a shell command with /bin/bash -c in a sandbox whose working "
+	 "directory is the run's workspace (" SANDBOX_WORKSPACE "), the only "
+	 "place it may write. stdout and stderr are combined. The output is "
+	 "capped and the command is killed after a timeout; the result ends "
+	 "with the exit status, e.g. [exit 0]. When this run grants only "
+	 "some commands, the command runs without a shell: no pipes, "
+	 "redirection, variables or globbing.",
 	 OBJ("\"command\": " STR("The command line to run."), "\"command\""),
-	 IMPL_HERE, exec_bash},
+	 IMPL_HERE, exec_bash, true},
 	{"read",
 	 "Read a UTF-8 text file in the run's workspace. Paths are relative "
 	 "to the workspace. offset and limit select lines.",
@@ -64,7 +71,7 @@ static const struct tool_def defs[] = {
 	     "\"limit\": {\"type\": \"integer\", \"minimum\": 1, "
 	     "\"description\": \"Number of lines to return.\"}",
 	     "\"path\""),
-	 IMPL_HERE, exec_read},
+	 IMPL_HERE, exec_read, false},
 	{"edit",
 	 "Replace old_string with new_string in a file in the workspace. "
 	 "old_string must occur exactly once unless replace_all is true.",
@@ -74,32 +81,32 @@ static const struct tool_def defs[] = {
 	     "\"replace_all\": {\"type\": \"boolean\", \"description\": "
 	     "\"Replace every occurrence (default false).\"}",
 	     "\"path\", \"old_string\", \"new_string\""),
-	 IMPL_HERE, exec_edit},
+	 IMPL_HERE, exec_edit, false},
 	{"write",
 	 "Create or replace a file in the workspace with the given content. "
 	 "Missing parent directories are created.",
 	 OBJ("\"path\": " STR("File path, relative to the workspace.") ", "
 	     "\"content\": " STR("The complete new content of the file."),
 	     "\"path\", \"content\""),
-	 IMPL_HERE, exec_write},
+	 IMPL_HERE, exec_write, false},
 	{"webfetch",
 	 "Fetch an http or https URL and return its content as text.",
 	 OBJ("\"url\": " STR("The URL to fetch."), "\"url\""),
-	 IMPL_UNAVAILABLE, NULL},
+	 IMPL_UNAVAILABLE, NULL, false},
 	{"python",
 	 "Run Python code in the run's workspace and return its output.",
 	 OBJ("\"code\": " STR("The Python program to run."), "\"code\""),
-	 IMPL_UNAVAILABLE, NULL},
+	 IMPL_UNAVAILABLE, NULL, true},
 	{"terminal",
 	 "Run a command with a restricted PATH in the run's workspace.",
 	 OBJ("\"command\": " STR("The command line to run."), "\"command\""),
-	 IMPL_UNAVAILABLE, NULL},
+	 IMPL_UNAVAILABLE, NULL, true},
 	{"run_skill",
 	 "Run one of the available skills by name, with optional arguments.",
 	 OBJ("\"name\": " STR("The skill's name.") ", "
 	     "\"arguments\": " STR("Arguments or task for the skill."),
 	     "\"name\""),
-	 IMPL_ENGINE, NULL},
+	 IMPL_ENGINE, NULL, false},
 	{"learn_skill",
 	 "Save a new skill so that later runs can use it.",
 	 OBJ("\"name\": {\"type\": \"string\", \"pattern\": "
@@ -110,12 +117,12 @@ static const struct tool_def defs[] = {
 				     "when to use it.") ", "
 	     "\"body\": " STR("The skill's instructions, in markdown."),
 	     "\"name\", \"description\", \"body\""),
-	 IMPL_UNAVAILABLE, NULL},
+	 IMPL_UNAVAILABLE, NULL, false},
 	{"ask_user",
 	 "Ask the person who started the run a question and wait for the "
 	 "answer.",
 	 OBJ("\"question\": " STR("The question to ask."), "\"question\""),
-	 IMPL_ENGINE, NULL},
+	 IMPL_ENGINE, NULL, false},
 };
 
 #define NDEFS (sizeof defs / sizeof defs[0])
@@ -426,11 +433,15 @@ static bool arg_bool(struct call *c, json_t *args, const char *key,
 static bool open_ws(struct call *c, struct workspace *ws)
 {
 	struct buf err = {0};
+	const struct sandbox *sb = c->ctx->sandbox;
 	if (!c->ctx->workspace) {
 		fail(c, "the run has no workspace");
 		return false;
 	}
-	if (workspace_open(ws, c->ctx->workspace, &err) < 0) {
+	bool as_tools = sb && sb->switch_user && sb->mode == SANDBOX_BWRAP;
+	int rc = as_tools ? workspace_open_as(ws, c->ctx->workspace, sb->uid, sb->gid, &err)
+			  : workspace_open(ws, c->ctx->workspace, &err);
+	if (rc < 0) {
 		fail(c, "%s", err.data ? err.data : "cannot open the workspace");
 		buf_free(&err);
 		return false;
@@ -596,54 +607,18 @@ out:
 	workspace_close(&ws);
 }
 
-static void exec_bash(struct call *c, json_t *args)
+/* The result of a process tool's run: its output, then how it ended. */
+static void put_process_result(struct call *c, const struct proc_result *pr,
+			       int timeout, size_t cap)
 {
-	const char *command;
-	if (!arg_string(c, args, "command", true, false, &command, NULL))
-		return;
-	struct workspace ws;
-	if (!open_ws(c, &ws))
-		return;
-	int timeout = c->ctx->timeout_ms > 0 ? c->ctx->timeout_ms
-					     : TOOLS_DEFAULT_TIMEOUT_MS;
-	size_t cap = c->ctx->output_max ? c->ctx->output_max
-					: TOOLS_DEFAULT_OUTPUT_MAX;
-	struct buf home = {0};
-	if (buf_printf(&home, "HOME=%s", ws.root) < 0) {
-		c->oom = true;
-		workspace_close(&ws);
-		return;
-	}
-	const char *argv[] = {"/bin/bash", "-c", command, NULL};
-	const char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", home.data,
-			      "LANG=C.UTF-8", NULL};
-	struct proc_spec spec = {
-		.argv = argv,
-		.cwd = ws.root,
-		.envp = envp,
-		.timeout_ms = timeout,
-		.output_max = cap,
-		.merge_stderr = true,
-		.rlimits = true,
-		.cancel = c->ctx->cancel,
-		.cancel_arg = c->ctx->cancel_arg,
-	};
-	struct proc_result pr = {0};
-	if (proc_run(&spec, &pr) < 0) {
-		if (pr.err.len)
-			fail(c, "%s", pr.err.data);
-		else
-			fail(c, "cannot run /bin/bash: %s", strerror(errno));
-		goto out;
-	}
-	if (pr.out.len) {
-		put_bytes(c, pr.out.data, pr.out.len);
-		if (pr.out.data[pr.out.len - 1] != '\n')
+	if (pr->out.len) {
+		put_bytes(c, pr->out.data, pr->out.len);
+		if (pr->out.data[pr->out.len - 1] != '\n')
 			put(c, "\n");
 	}
-	if (pr.out_truncated)
+	if (pr->out_truncated)
 		put(c, "[output truncated after %zu bytes]\n", cap);
-	if (pr.timed_out) {
+	if (pr->timed_out) {
 		c->is_error = true;
 		if (timeout % 1000 == 0)
 			put(c, "[timed out after %d s; the command was killed]",
@@ -651,25 +626,146 @@ static void exec_bash(struct call *c, json_t *args)
 		else
 			put(c, "[timed out after %d ms; the command was "
 			       "killed]", timeout);
-	} else if (pr.cancelled) {
+	} else if (pr->cancelled) {
 		c->is_error = true;
 		put(c, "[cancelled; the command was killed]");
-	} else if (pr.signal) {
+	} else if (pr->signal) {
 		c->is_error = true;
-		const char *abbrev = sigabbrev_np(pr.signal);
+		const char *abbrev = sigabbrev_np(pr->signal);
 		if (abbrev)
-			put(c, "[killed by signal %d (SIG%s)]", pr.signal,
+			put(c, "[killed by signal %d (SIG%s)]", pr->signal,
 			    abbrev);
 		else
-			put(c, "[killed by signal %d]", pr.signal);
+			put(c, "[killed by signal %d]", pr->signal);
 	} else {
-		c->is_error = pr.exit_code != 0;
-		put(c, "[exit %d]", pr.exit_code);
+		c->is_error = pr->exit_code != 0;
+		put(c, "[exit %d]", pr->exit_code);
 	}
+}
+
+/* Runs argv (a process tool's program) in the sandbox, in the workspace;
+ * the result is the output and how it ended. */
+static void run_sandboxed(struct call *c, const char *const *argv)
+{
+	const struct sandbox *sb = c->ctx->sandbox;
+	if (!sandbox_usable(sb)) {
+		fail(c, "not available: %s", sb && sb->why ? sb->why : "no sandbox");
+		return;
+	}
+	struct workspace ws;
+	if (!open_ws(c, &ws))
+		return;
+	int timeout = c->ctx->timeout_ms > 0 ? c->ctx->timeout_ms
+					     : TOOLS_DEFAULT_TIMEOUT_MS;
+	size_t cap = c->ctx->output_max ? c->ctx->output_max
+					: TOOLS_DEFAULT_OUTPUT_MAX;
+	struct sandbox_call call = {.argv = argv, .workspace_fd = ws.dirfd,
+				    .workspace = ws.root};
+	struct sandbox_run run;
+	struct proc_result pr = {0};
+	char *why = NULL;
+	if (sandbox_prepare(sb, &call, &run, &why) < 0) {
+		if (why)
+			fail(c, "%s", why);
+		else
+			c->oom = true;
+		free(why);
+		goto out;
+	}
+	struct proc_spec spec = run.spec;
+	spec.timeout_ms = timeout;
+	spec.output_max = cap;
+	spec.merge_stderr = true;
+	spec.rlimits = true;
+	spec.cancel = c->ctx->cancel;
+	spec.cancel_arg = c->ctx->cancel_arg;
+	if (proc_run(&spec, &pr) < 0) {
+		if (pr.err.len)
+			fail(c, "%s", pr.err.data);
+		else
+			fail(c, "cannot run %s: %s", spec.argv[0], strerror(errno));
+		goto out;
+	}
+	put_process_result(c, &pr, timeout, cap);
 out:
 	proc_result_free(&pr);
-	buf_free(&home);
+	sandbox_run_free(&run);
 	workspace_close(&ws);
+}
+
+static void exec_bash(struct call *c, json_t *args)
+{
+	const char *command;
+	if (!arg_string(c, args, "command", true, false, &command, NULL))
+		return;
+	if (!c->ctx->argv_only) {
+		const char *argv[] = {"/bin/bash", "-c", command, NULL};
+		run_sandboxed(c, argv);
+		return;
+	}
+	/* D3: a patterned grant runs the words themselves, no shell. */
+	struct strlist words = {0};
+	char *why = NULL;
+	if (cmdline_split(command, &words, &why) < 0) {
+		if (why)
+			fail(c, "%s", why);
+		else
+			c->oom = true;
+		free(why);
+		return;
+	}
+	const char **argv = strlist_to_argv(&words);
+	if (!argv)
+		c->oom = true;
+	else
+		run_sandboxed(c, argv);
+	free(argv);
+	strlist_free(&words);
+}
+
+bool tools_is_process(const char *name)
+{
+	const struct tool_def *d = find_def(name);
+	return d && d->process;
+}
+
+const char *tools_unavailable_why(const char *name, const struct sandbox *sb)
+{
+	const struct tool_def *d = find_def(name);
+	if (!d)
+		return "not a built-in tool";
+	if (d->impl == IMPL_UNAVAILABLE)
+		return "not implemented in this version of skillfs";
+	if (d->process && !sandbox_usable(sb))
+		return sb && sb->why ? sb->why : "no sandbox";
+	return NULL;
+}
+
+int tools_probe(struct config *c, struct sandbox *sb)
+{
+	if (sandbox_probe(&c->tools, sb) < 0)
+		return -1;
+	if (sb->mode == SANDBOX_NONE &&
+	    strlist_add(&c->warnings, "tools.sandbox: none: process tools (bash) run "
+			"WITHOUT a sandbox, as the daemon's user, with its rights") < 0)
+		goto oom;
+	for (size_t i = 0; i < NDEFS; i++) {
+		const char *why = tools_unavailable_why(defs[i].name, sb);
+		if (!why || !strlist_has(&c->registered_tools, defs[i].name))
+			continue;
+		/* A tool this version lacks is only listed as such in
+		 * `tools`; one the machine cannot confine is a warning. */
+		if (config_tool_unavailable(c, defs[i].name, why) < 0 ||
+		    (defs[i].process && defs[i].impl != IMPL_UNAVAILABLE &&
+		     strlist_addf(&c->warnings, "tool '%s' is not available: %s",
+				  defs[i].name, why) < 0))
+			goto oom;
+	}
+	return 0;
+oom:
+	sandbox_free(sb);
+	errno = ENOMEM;
+	return -1;
 }
 
 int tools_exec(const struct tool_ctx *ctx, const char *name, json_t *args,

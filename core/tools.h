@@ -50,8 +50,17 @@ void tool_schemas_free(struct tool_schemas *ts);
 int tool_schemas_pick(const struct tool_schemas *ts, const struct strlist *names,
 		      json_t **arr, char **text);
 
+struct config;
+struct sandbox;
+
 struct tool_ctx {
 	const char *workspace; /* absolute path; created when missing */
+	/* How process tools are confined (NULL or unusable: they are refused);
+	 * the workspace belongs to the sandbox's user when it switches. */
+	const struct sandbox *sandbox;
+	/* The call is admitted by a command pattern only (D3): bash runs its
+	 * command split into argv, without a shell. */
+	bool argv_only;
 	int timeout_ms;        /* process tools; <= 0: TOOLS_DEFAULT_TIMEOUT_MS */
 	size_t output_max;     /* process tools; 0: TOOLS_DEFAULT_OUTPUT_MAX */
 	/* Optional: polled while a process tool runs; returning true kills
@@ -65,6 +74,22 @@ struct tool_result {
 	bool is_error; /* the call failed (bad arguments, refused path,
 	                * non-zero exit, timeout, unavailable tool...) */
 };
+
+/* True when the built-in tool starts programs (runs only sandboxed). */
+bool tools_is_process(const char *name);
+
+/* Why built-in tool name cannot work with sandbox sb (a process tool
+ * without a usable sandbox, or one not implemented in this version), or
+ * NULL when it can. */
+const char *tools_unavailable_why(const char *name, const struct sandbox *sb);
+
+/* Probes the sandbox for c's tools settings into *sb (sandbox_probe) and
+ * moves each registered tool that cannot work here out of c's registered
+ * tools into c->tools.unavailable with the reason (config_tool_unavailable),
+ * so it is never offered nor counted by policy all; each such tool, and a
+ * sandbox turned off by tools.sandbox: none, becomes a warning of c (shown
+ * by skillfs check and logged by the daemon). Returns 0, or -1 on ENOMEM. */
+int tools_probe(struct config *c, struct sandbox *sb);
 
 /* Executes the built-in tool name with the model's arguments (a JSON
  * object, borrowed; NULL counts as {}). Every failure the model can cause or

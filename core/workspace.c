@@ -290,6 +290,11 @@ static int ws_open_dir(const struct workspace *ws, const char *rel)
 			}
 			int r = mkdirat(pf, name, 0755);
 			int e = errno;
+			if (r == 0 && ws->give &&
+			    fchownat(pf, name, ws->uid, ws->gid, AT_SYMLINK_NOFOLLOW) < 0) {
+				r = -1;
+				e = errno;
+			}
 			close(pf);
 			if (r < 0 && e != EEXIST) {
 				free(p);
@@ -345,7 +350,14 @@ int workspace_mkdirs(const char *dir, mode_t mode)
 
 int workspace_open(struct workspace *ws, const char *root, struct buf *err)
 {
+	return workspace_open_as(ws, root, geteuid(), getegid(), err);
+}
+
+int workspace_open_as(struct workspace *ws, const char *root, uid_t uid, gid_t gid,
+		      struct buf *err)
+{
 	*ws = (struct workspace){.dirfd = -1};
+	int pfd = -1;
 	if (!root || root[0] != '/') {
 		buf_printf(err, "workspace path must be absolute: %s",
 			   root ? root : "(none)");
@@ -354,20 +366,68 @@ int workspace_open(struct workspace *ws, const char *root, struct buf *err)
 	ws->root = norm_path(root);
 	if (!ws->root)
 		goto nomem;
-	ws->dirfd = open(ws->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (ws->dirfd < 0 && errno == ENOENT) {
-		if (workspace_mkdirs(ws->root, 0700) < 0) {
-			buf_printf(err, "cannot create workspace %s: %s",
-				   ws->root, strerror(errno));
-			goto fail;
-		}
-		ws->dirfd = open(ws->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	}
-	if (ws->dirfd < 0) {
-		buf_printf(err, "cannot open workspace %s: %s", ws->root,
+	/* The parent is the daemon's own (made with its parents when
+	 * missing); the workspace itself is opened without following a link
+	 * and must be a directory of the daemon's user or of uid. */
+	char *slash = strrchr(ws->root, '/');
+	const char *name = slash[1] ? slash + 1 : ".";
+	*slash = '\0';
+	const char *parent = slash == ws->root ? "/" : ws->root;
+	pfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0 && errno == ENOENT && workspace_mkdirs(parent, 0700) == 0)
+		pfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0) {
+		buf_printf(err, "cannot open the workspaces' directory %s: %s", parent,
 			   strerror(errno));
+		*slash = '/';
 		goto fail;
 	}
+	*slash = '/';
+	bool made = mkdirat(pfd, name, 0700) == 0;
+	if (!made && errno != EEXIST) {
+		buf_printf(err, "cannot create workspace %s: %s", ws->root, strerror(errno));
+		goto fail;
+	}
+	ws->dirfd = openat(pfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (ws->dirfd < 0 || fstat(ws->dirfd, &st) < 0) {
+		int e = errno;
+		if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode))
+			buf_printf(err, "workspace %s exists but is not a directory (%s): "
+				   "refusing to use it", ws->root,
+				   S_ISLNK(st.st_mode) ? "a symbolic link" : "another file");
+		else
+			buf_printf(err, "cannot open workspace %s: %s", ws->root, strerror(e));
+		goto fail;
+	}
+	if (!S_ISDIR(st.st_mode) || (st.st_uid != uid && st.st_uid != geteuid())) {
+		buf_printf(err, "workspace %s is not a directory owned by uid %ld (it "
+			   "belongs to uid %ld): refusing to use it", ws->root,
+			   (long)uid, (long)st.st_uid);
+		goto fail;
+	}
+	/* Ours (made now, or by an earlier version): given to uid, whom the
+	 * sandboxed tools run as, and closed to everybody else. */
+	if ((st.st_uid != uid || st.st_gid != gid) &&
+	    fchownat(ws->dirfd, "", uid, gid, AT_EMPTY_PATH) < 0) {
+		buf_printf(err, "cannot give workspace %s to uid %ld: %s", ws->root,
+			   (long)uid, strerror(errno));
+		goto fail;
+	}
+	if ((st.st_mode & 07777) != 0700 && !made) {
+		char proc[64];
+		snprintf(proc, sizeof proc, "/proc/self/fd/%d", ws->dirfd);
+		if (chmod(proc, 0700) < 0) {
+			buf_printf(err, "cannot make workspace %s private: %s", ws->root,
+				   strerror(errno));
+			goto fail;
+		}
+	}
+	ws->uid = uid;
+	ws->gid = gid;
+	ws->give = uid != geteuid() || gid != getegid();
+	close(pfd);
+	pfd = -1;
 	char *real = realpath(ws->root, NULL);
 	if (!real) {
 		buf_printf(err, "cannot resolve workspace %s: %s", ws->root,
@@ -389,6 +449,8 @@ int workspace_open(struct workspace *ws, const char *root, struct buf *err)
 nomem:
 	buf_puts(err, "out of memory");
 fail:
+	if (pfd >= 0)
+		close(pfd);
 	workspace_close(ws);
 	return -1;
 }
@@ -549,7 +611,7 @@ int workspace_write(const struct workspace *ws, const char *path,
 			goto out;
 		}
 		if (S_ISREG(st.st_mode)) {
-			keep = st.st_mode & 07777;
+			keep = st.st_mode & 0777; /* never set-id bits */
 			has_keep = true;
 		}
 	}
@@ -562,6 +624,8 @@ int workspace_write(const struct workspace *ws, const char *path,
 	int r = write_all(fd, data, len);
 	if (r == 0 && has_keep)
 		r = fchmod(fd, keep);
+	if (r == 0 && ws->give)
+		r = fchown(fd, ws->uid, ws->gid);
 	int e = errno;
 	if (close(fd) < 0 && r == 0) {
 		r = -1;

@@ -25,12 +25,25 @@ struct workspace {
 	char *real;      /* the canonical root (symbolic links resolved) */
 	bool no_openat2; /* resolve without openat2 (set when the kernel lacks
 	                  * it; may be set by a caller to force that path) */
+	uid_t uid;       /* the owner of the workspace and of what the file */
+	gid_t gid;       /* tools make in it */
+	bool give;       /* uid/gid are not the daemon's: chown what is made */
 };
 
-/* Opens the workspace at the absolute path root, creating it (and missing
- * parents, mode 0755) when absent. Returns 0, or -1 with a message appended
- * to err; ws is then left closed (workspace_close is harmless). */
+/* Opens the workspace at the absolute path root, owned by the daemon's
+ * user: workspace_open_as(ws, root, geteuid(), getegid(), err). */
 int workspace_open(struct workspace *ws, const char *root, struct buf *err);
+
+/* Opens the workspace at the absolute path root for tools that run as
+ * uid/gid. The directory above root is the daemon's own (made, mode 0700,
+ * when missing); root itself is made with mode 0700 when absent, opened
+ * without following a symbolic link, and refused unless it is a directory
+ * owned by uid or by the daemon's user; it is then given to uid/gid and
+ * made 0700. Files and directories the file tools make in it get the same
+ * owner. Returns 0, or -1 with a message appended to err naming the path
+ * and why; ws is then left closed (workspace_close is harmless). */
+int workspace_open_as(struct workspace *ws, const char *root, uid_t uid, gid_t gid,
+		      struct buf *err);
 
 /* Reads the whole regular file at path into out (appended; NUL-terminated).
  * max is the size cap (0 = WORKSPACE_READ_MAX); a bigger file is refused

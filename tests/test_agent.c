@@ -23,7 +23,11 @@
 #include "grants.h"
 #include "model.h"
 #include "resolution.h"
+#include "sandbox.h"
 #include "store.h"
+
+/* This machine's sandbox, probed once: bash calls run in it. */
+static struct sandbox box;
 
 /* ---- the scripted model -------------------------------------------------- */
 
@@ -221,7 +225,7 @@ static void load(struct fx *f)
 		.res = f->res,
 		.allow = &f->res->grants,
 		.workspace = f->ws,
-		.tool_timeout_ms = 10000,
+		.sandbox = &box,
 		.cancelled = fx_cancelled,
 		.cancel_arg = &f->cancel,
 		.stopping = fx_cancelled,
@@ -1286,5 +1290,12 @@ int main(void)
 		T(test_failed_run_shows_in_transcript),
 #undef T
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	struct tools_config tc = {0};
+	if (sandbox_probe(&tc, &box) < 0)
+		return 1;
+	if (!sandbox_usable(&box))
+		fprintf(stderr, "warning: no usable sandbox, bash calls fail: %s\n", box.why);
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	sandbox_free(&box);
+	return rc;
 }

@@ -21,9 +21,14 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "config.h"
+#include "sandbox.h"
 #include "strlist.h"
 #include "tools.h"
 #include "workspace.h"
+
+/* The sandbox of this machine, probed once (bubblewrap, as CI installs). */
+static struct sandbox box;
 
 struct fx {
 	char tmp[1024]; /* scratch directory */
@@ -41,9 +46,21 @@ static int setup(void **state)
 	assert_true(n > 0 && (size_t)n < sizeof f->tmp);
 	assert_non_null(mkdtemp(f->tmp));
 	snprintf(f->ws, sizeof f->ws, "%s/ws", f->tmp);
-	f->ctx = (struct tool_ctx){.workspace = f->ws};
+	f->ctx = (struct tool_ctx){.workspace = f->ws, .sandbox = &box};
 	*state = f;
 	return 0;
+}
+
+/* Process-tool tests need a working sandbox: skipped without one, but a
+ * failure under CI, which installs bubblewrap. */
+static int setup_sandboxed(void **state)
+{
+	if (!sandbox_usable(&box)) {
+		if (getenv("CI"))
+			fail_msg("no usable sandbox under CI: %s", box.why ? box.why : "?");
+		skip();
+	}
+	return setup(state);
 }
 
 static int rm_entry(const char *p, const struct stat *st, int flag,
@@ -759,8 +776,9 @@ static void test_sec7_bash_output_and_exit_code(void **state)
 	expect_ok(&r, "no newline\n[exit 0]");
 	r = run_kv(f, "bash", "command", "true", NULL, NULL);
 	expect_ok(&r, "[exit 0]");
+	/* bubblewrap reports a command killed by signal N as exit 128+N. */
 	r = run_kv(f, "bash", "command", "kill -KILL $$", NULL, NULL);
-	expect_error(&r, "[killed by signal 9 (SIGKILL)]");
+	expect_error(&r, "[exit 137]");
 	/* Invalid UTF-8 output still gives valid text. */
 	r = run_kv(f, "bash", "command", "printf 'a\\377b'", NULL, NULL);
 	expect_ok(&r, "a\xef\xbf\xbd" "b\n[exit 0]");
@@ -772,12 +790,7 @@ static void test_sec7_bash_runs_in_workspace(void **state)
 	struct tool_result r = run_kv(f, "bash", "command",
 				      "pwd -P; echo made > made.txt", NULL,
 				      NULL);
-	char *real = realpath(f->ws, NULL);
-	assert_non_null(real);
-	char want[PATH_MAX + 16];
-	snprintf(want, sizeof want, "%s\n[exit 0]", real);
-	free(real);
-	expect_ok(&r, want);
+	expect_ok(&r, SANDBOX_WORKSPACE "\n[exit 0]");
 	char *s = slurp(f->ws, "made.txt");
 	assert_string_equal(s, "made\n");
 	free(s);
@@ -794,9 +807,7 @@ static void test_sec7_bash_environment_is_scrubbed(void **state)
 	assert_false(r.is_error);
 	assert_null(strstr(r.text, "leaked-value"));
 	assert_null(strstr(r.text, "SKILLFS_TEST_SECRET"));
-	char home[PATH_MAX + 8];
-	snprintf(home, sizeof home, "HOME=%s\n", f->ws);
-	assert_non_null(strstr(r.text, home));
+	assert_non_null(strstr(r.text, "HOME=" SANDBOX_WORKSPACE "\n"));
 	assert_non_null(strstr(r.text, "LANG=C.UTF-8\n"));
 	assert_non_null(strstr(r.text, "PATH=/usr/local/bin:/usr/bin:/bin\n"));
 	tool_result_free(&r);
@@ -864,9 +875,161 @@ static void test_sec7_bash_cancel_kills_command(void **state)
 	expect_error(&r, "[cancelled; the command was killed]");
 }
 
+/* ---- the sandbox (issue: confinement) ---- */
+
+static void test_sec7_bash_is_confined(void **state)
+{
+	struct fx *f = *state;
+	/* The host's secrets, the state beside the workspace, /root and
+	 * /home are not there; nothing outside the workspace is writable. */
+	put_file(f->tmp, "beside.txt", "secret beside the workspace\n");
+	char cmd[4096];
+	snprintf(cmd, sizeof cmd,
+		 "test -e /etc/shadow && echo shadow-visible; "
+		 "test -e %s/beside.txt && echo beside-visible; "
+		 "ls /root /home 2>/dev/null | head -1; "
+		 "touch /usr/x /etc/x /x 2>/dev/null && echo wrote-outside; "
+		 "echo in > inside.txt && echo wrote-inside; "
+		 "grep -q 'NoNewPrivs:.*1' /proc/self/status && echo nnp; "
+		 "grep -q 'CapEff:.*0000000000000000' /proc/self/status && echo nocaps; "
+		 "cat /proc/1/environ | tr '\\0' '\\n' | grep -c SKILLFS_TEST_SECRET",
+		 f->tmp);
+	assert_int_equal(setenv("SKILLFS_TEST_SECRET", "leaked-value", 1), 0);
+	struct tool_result r = run_kv(f, "bash", "command", cmd, NULL, NULL);
+	unsetenv("SKILLFS_TEST_SECRET");
+	assert_null(strstr(r.text, "shadow-visible"));
+	assert_null(strstr(r.text, "beside-visible"));
+	assert_null(strstr(r.text, "wrote-outside"));
+	assert_null(strstr(r.text, "leaked-value"));
+	assert_non_null(strstr(r.text, "wrote-inside\nnnp\nnocaps\n0\n"));
+	tool_result_free(&r);
+	char *s = slurp(f->ws, "inside.txt");
+	assert_string_equal(s, "in\n");
+	free(s);
+	/* A process left in the background ends with the call. */
+	r = run_kv(f, "bash", "command",
+		   "setsid sleep 777 >/dev/null 2>&1 & echo started", NULL, NULL);
+	expect_ok(&r, "started\n[exit 0]");
+	FILE *ps = popen("pgrep -f '[s]leep 777' | wc -l", "r");
+	assert_non_null(ps);
+	int left = -1;
+	assert_int_equal(fscanf(ps, "%d", &left), 1);
+	pclose(ps);
+	assert_int_equal(left, 0);
+	/* No process limit beyond SANDBOX_NPROC, even for root. */
+	r = run_kv(f, "bash", "command",
+		   "sh -c 'for i in $(seq 400); do sleep 20 & done' >/dev/null 2>&1; "
+		   "ls -d /proc/[0-9]* | wc -l", NULL, NULL);
+	char *end = strstr(r.text, "\n[exit");
+	assert_non_null(end);
+	char *line = end;
+	while (line > r.text && line[-1] != '\n')
+		line--;
+	int running = atoi(line); /* the last line before the status */
+	if (!(running > SANDBOX_NPROC / 2 && running <= SANDBOX_NPROC))
+		fail_msg("%d processes in the sandbox: %s", running, r.text);
+	tool_result_free(&r);
+}
+
+static void test_D3_patterned_bash_runs_argv_without_shell(void **state)
+{
+	struct fx *f = *state;
+	f->ctx.argv_only = true;
+	struct tool_result r = run_kv(f, "bash", "command", "echo 'a  b' c", NULL, NULL);
+	expect_ok(&r, "a  b c\n[exit 0]");
+	/* Quoted shell syntax is a literal word, never run. */
+	r = run_kv(f, "bash", "command", "echo '$(id)' ';' '>x'", NULL, NULL);
+	expect_ok(&r, "$(id) ; >x\n[exit 0]");
+	assert_int_equal(access(f->ws, F_OK), 0);
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s/x", f->ws);
+	assert_int_equal(access(p, F_OK), -1);
+}
+
+static void test_sec7_no_sandbox_program_fails_closed(void **state)
+{
+	struct fx *f = *state;
+	struct tools_config tc = {.sandbox_program = "/nonexistent/bwrap"};
+	struct sandbox sb;
+	assert_int_equal(sandbox_probe(&tc, &sb), 0);
+	assert_false(sandbox_usable(&sb));
+	assert_non_null(strstr(sb.why, "/nonexistent/bwrap"));
+	/* Not registered: out of the registered list, with the reason. */
+	struct config *c = config_default(NULL, 0);
+	assert_non_null(c);
+	free(c->tools.sandbox_program);
+	c->tools.sandbox_program = strdup("/nonexistent/bwrap");
+	struct sandbox csb;
+	assert_int_equal(tools_probe(c, &csb), 0);
+	assert_false(strlist_has(&c->registered_tools, "bash"));
+	assert_true(strlist_has(&c->registered_tools, "read"));
+	assert_non_null(strstr(config_tool_unavailable_why(c, "bash"), "/nonexistent/bwrap"));
+	bool warned = false;
+	for (size_t i = 0; i < c->warnings.n; i++)
+		warned = warned || strstr(c->warnings.items[i], "tool 'bash' is not available");
+	assert_true(warned);
+	sandbox_free(&csb);
+	config_free(c);
+	/* And a call that reaches it anyway is refused, never unconfined. */
+	f->ctx.sandbox = &sb;
+	struct tool_result r = run_kv(f, "bash", "command", "echo ran", NULL, NULL);
+	assert_true(r.is_error);
+	assert_null(strstr(r.text, "ran"));
+	assert_non_null(strstr(r.text, "not available"));
+	tool_result_free(&r);
+	sandbox_free(&sb);
+}
+
+static void test_sec7_bwrap_missing_from_path_fails_closed(void **state)
+{
+	struct fx *f = *state;
+	const char *old = getenv("PATH");
+	char *saved = old ? strdup(old) : NULL;
+	assert_int_equal(setenv("PATH", f->tmp, 1), 0);
+	struct tools_config tc = {0};
+	struct sandbox sb;
+	int rc = sandbox_probe(&tc, &sb);
+	if (saved)
+		setenv("PATH", saved, 1);
+	free(saved);
+	assert_int_equal(rc, 0);
+	assert_false(sandbox_usable(&sb));
+	assert_non_null(strstr(sb.why, "not found on PATH"));
+	assert_non_null(tools_unavailable_why("bash", &sb));
+	assert_null(tools_unavailable_why("read", &sb));
+	sandbox_free(&sb);
+}
+
+static void test_sec7_sandbox_none_runs_unconfined(void **state)
+{
+	struct fx *f = *state;
+	struct tools_config tc = {.sandbox = SANDBOX_NONE};
+	struct sandbox sb;
+	assert_int_equal(sandbox_probe(&tc, &sb), 0);
+	assert_true(sandbox_usable(&sb));
+	f->ctx.sandbox = &sb;
+	struct tool_result r = run_kv(f, "bash", "command", "echo $HOME", NULL, NULL);
+	char want[PATH_MAX + 16];
+	snprintf(want, sizeof want, "%s\n[exit 0]", f->ws);
+	expect_ok(&r, want);
+	sandbox_free(&sb);
+	struct config *c = config_default(NULL, 0);
+	assert_non_null(c);
+	c->tools.sandbox = SANDBOX_NONE;
+	assert_int_equal(tools_probe(c, &sb), 0);
+	assert_true(strlist_has(&c->registered_tools, "bash"));
+	bool warned = false;
+	for (size_t i = 0; i < c->warnings.n; i++)
+		warned = warned || strstr(c->warnings.items[i], "WITHOUT a sandbox");
+	assert_true(warned);
+	sandbox_free(&sb);
+	config_free(c);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define TS(fn) cmocka_unit_test_setup_teardown(fn, setup_sandboxed, teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_sec7_every_schema_is_a_valid_function_tool),
 		T(test_sec7_schemas_in_given_order_unknown_skipped),
@@ -886,12 +1049,22 @@ int main(void)
 		T(test_sec7_read_offset_and_limit),
 		T(test_sec7_edit_replaces_unique_string),
 		T(test_sec7_edit_missing_or_ambiguous_old_string),
-		T(test_sec7_bash_output_and_exit_code),
-		T(test_sec7_bash_runs_in_workspace),
-		T(test_sec7_bash_environment_is_scrubbed),
-		T(test_sec7_bash_timeout_kills_command),
-		T(test_sec7_bash_output_cap),
-		T(test_sec7_bash_cancel_kills_command),
+		TS(test_sec7_bash_output_and_exit_code),
+		TS(test_sec7_bash_runs_in_workspace),
+		TS(test_sec7_bash_environment_is_scrubbed),
+		TS(test_sec7_bash_timeout_kills_command),
+		TS(test_sec7_bash_output_cap),
+		TS(test_sec7_bash_cancel_kills_command),
+		TS(test_sec7_bash_is_confined),
+		TS(test_D3_patterned_bash_runs_argv_without_shell),
+		T(test_sec7_no_sandbox_program_fails_closed),
+		T(test_sec7_bwrap_missing_from_path_fails_closed),
+		T(test_sec7_sandbox_none_runs_unconfined),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	struct tools_config tc = {0};
+	if (sandbox_probe(&tc, &box) < 0)
+		return 1;
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	sandbox_free(&box);
+	return rc;
 }

@@ -248,7 +248,7 @@ static const char parent_md[] =
 	"name: parent\n"
 	"description: Has a reference file and a sub-skill\n"
 	"allowed-tools:\n"
-	"  - WebFetch\n"
+	"  - Edit\n"
 	"  - Bash(git diff:*)\n"
 	"---\n"
 	"Parent body.\n";
@@ -360,7 +360,14 @@ static void test_sec8_root_and_skills_listings(void **state)
 	struct buf want = { 0 };
 	for (size_t i = 0; i < c->registered_tools.n; i++)
 		assert_int_equal(buf_printf(&want, "%s\n", c->registered_tools.items[i]), 0);
+	/* ...then each one that cannot work here, with why. */
+	for (size_t i = 0; i < c->tools.unavailable.n; i++)
+		assert_int_equal(buf_printf(&want, "%s unavailable: %s\n",
+					    c->tools.unavailable.items[i],
+					    c->tools.unavailable_why.items[i]), 0);
 	assert_true(c->registered_tools.n > 0);
+	assert_true(strlist_has(&c->tools.unavailable, "webfetch"));
+	assert_false(strlist_has(&c->registered_tools, "webfetch"));
 	assert_string_equal(tools, want.data);
 	buf_free(&want);
 	free(tools);
@@ -501,7 +508,7 @@ static void test_sec8_allowed_tools_file_tri_state(void **state)
 	assert_string_equal(t, "Read\nWrite\n");
 	free(t);
 	t = view_text(s, "skills/parent/allowed-tools");
-	assert_string_equal(t, "WebFetch\nBash(git diff:*)\n");
+	assert_string_equal(t, "Edit\nBash(git diff:*)\n");
 	free(t);
 	snapshot_unref(s);
 }
@@ -610,7 +617,7 @@ static void test_R2_configs_default_files_and_allowed_tools(void **state)
 		       "allowed-tools available-skills effective grants.json skill-block "
 		       "skills system-prompt warnings");
 	char *t = view_text(s, "configs/default/allowed-tools");
-	assert_string_equal(t, "bash(git diff:*)\nread\nwebfetch\nwrite\n");
+	assert_string_equal(t, "bash(git diff:*)\nedit\nread\nwrite\n");
 	free(t);
 	/* No-config default: every skill attached, in name order. */
 	t = view_text(s, "configs/default/effective");
@@ -654,10 +661,10 @@ static void test_sec8_reload_new_snapshot_old_unchanged(void **state)
 	assert_string_equal(v, "Alpha does things\n");
 	free(v);
 	v = view_text(s2, "configs/default/allowed-tools");
-	assert_string_equal(v, "bash(git diff:*)\nread\nwebfetch\n");
+	assert_string_equal(v, "bash(git diff:*)\nedit\nread\n");
 	free(v);
 	v = view_text(s1, "configs/default/allowed-tools");
-	assert_string_equal(v, "bash(git diff:*)\nread\nwebfetch\nwrite\n");
+	assert_string_equal(v, "bash(git diff:*)\nedit\nread\nwrite\n");
 	free(v);
 	/* Backing files are live from disk in both. */
 	assert_listing(s2, "skills/gamma/files", "extra.txt");

@@ -1,0 +1,384 @@
+#include "sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "proc.h"
+
+/* The PATH inside (and with mode none). */
+#define TOOL_PATH "/usr/local/bin:/usr/bin:/bin"
+#define PROBE_TIMEOUT_MS 10000
+
+/* The top-level system directories beside /usr: merged-/usr links, or
+ * directories of their own on older systems. */
+static const char *const system_dirs[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"};
+
+/* What of /etc a program may need, and nothing that is a secret (no
+ * shadow, no keys, no credentials). Missing ones are skipped. */
+static const char *const etc_files[] = {
+	"alternatives", "bash.bashrc", "ca-certificates", "debian_version",
+	"gitconfig", "group", "host.conf", "hostname", "hosts", "inputrc",
+	"issue", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "locale.alias",
+	"localtime", "mime.types", "nsswitch.conf", "os-release", "passwd",
+	"profile", "protocols", "python3", "services", "ssl", "terminfo",
+	"timezone", "wgetrc",
+};
+
+bool sandbox_usable(const struct sandbox *sb)
+{
+	return sb && !sb->why && (sb->mode == SANDBOX_NONE || sb->program);
+}
+
+void sandbox_free(struct sandbox *sb)
+{
+	if (!sb)
+		return;
+	free(sb->program);
+	free(sb->prlimit);
+	free(sb->user);
+	free(sb->why);
+	strlist_free(&sb->env);
+	memset(sb, 0, sizeof *sb);
+}
+
+static int dup_opt(char **dst, const char *src)
+{
+	*dst = NULL;
+	return src && !(*dst = strdup(src)) ? -1 : 0;
+}
+
+int sandbox_copy(struct sandbox *dst, const struct sandbox *src)
+{
+	memset(dst, 0, sizeof *dst);
+	dst->mode = src->mode;
+	dst->network = src->network;
+	dst->switch_user = src->switch_user;
+	dst->uid = src->uid;
+	dst->gid = src->gid;
+	if (dup_opt(&dst->program, src->program) < 0 || dup_opt(&dst->prlimit, src->prlimit) < 0 ||
+	    dup_opt(&dst->user, src->user) < 0 || dup_opt(&dst->why, src->why) < 0 ||
+	    strlist_extend(&dst->env, &src->env) < 0) {
+		sandbox_free(dst);
+		return -1;
+	}
+	return 0;
+}
+
+static int set_why(struct sandbox *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int set_why(struct sandbox *sb, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	struct buf b = {0};
+	int rc = buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	free(sb->why);
+	sb->why = rc < 0 ? NULL : buf_steal(&b, NULL);
+	buf_free(&b);
+	return sb->why ? 0 : -1;
+}
+
+/* The user calls run as when the daemon is root. */
+static int resolve_user(struct sandbox *sb)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+	const char *name = sb->user;
+	int e = getpwnam_r(name, &pw, buf, sizeof buf, &res);
+	if (!res) {
+		/* A number is taken as a uid (and its own gid). */
+		char *end;
+		errno = 0;
+		long v = strtol(name, &end, 10);
+		if (*name && !*end && !errno && v > 0 && v < INT_MAX) {
+			sb->uid = (uid_t)v;
+			sb->gid = (gid_t)v;
+			return 0;
+		}
+		return set_why(sb, "tools.user '%s' does not exist%s%s: process tools run "
+			       "as that user when skillfs runs as root; name an "
+			       "unprivileged user", name, e ? ": " : "", e ? strerror(e) : "");
+	}
+	if (pw.pw_uid == 0 || pw.pw_gid == 0)
+		return set_why(sb, "tools.user '%s' is root: process tools must run as an "
+			       "unprivileged user (a process limit does not bind root)", name);
+	sb->uid = pw.pw_uid;
+	sb->gid = pw.pw_gid;
+	return 0;
+}
+
+static int add(struct strlist *l, const char *a)
+{
+	return strlist_add(l, a);
+}
+
+static int add2(struct strlist *l, const char *a, const char *b)
+{
+	return strlist_add(l, a) < 0 || strlist_add(l, b) < 0 ? -1 : 0;
+}
+
+static int add3(struct strlist *l, const char *a, const char *b, const char *c)
+{
+	return add2(l, a, b) < 0 || strlist_add(l, c) < 0 ? -1 : 0;
+}
+
+/* The system directories, read-only, and the links beside /usr. */
+static int add_system(struct strlist *l)
+{
+	if (add3(l, "--ro-bind", "/usr", "/usr") < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof system_dirs / sizeof *system_dirs; i++) {
+		char path[64], target[PATH_MAX];
+		struct stat st;
+		snprintf(path, sizeof path, "/%s", system_dirs[i]);
+		if (lstat(path, &st) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			ssize_t n = readlink(path, target, sizeof target - 1);
+			if (n <= 0)
+				continue;
+			target[n] = '\0';
+			if (add3(l, "--symlink", target, path) < 0)
+				return -1;
+		} else if (S_ISDIR(st.st_mode) && add3(l, "--ro-bind", path, path) < 0) {
+			return -1;
+		}
+	}
+	for (size_t i = 0; i < sizeof etc_files / sizeof *etc_files; i++) {
+		char path[64];
+		snprintf(path, sizeof path, "/etc/%s", etc_files[i]);
+		if (access(path, F_OK) == 0 && add3(l, "--ro-bind-try", path, path) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The command line and environment of call; bind is how the workspace
+ * is named to bubblewrap ("--bind-fd N" or "--bind STAGED"). */
+static int command(const struct sandbox *sb, const struct sandbox_call *call,
+		   const char *bind_kind, const char *bind_src,
+		   struct strlist *argv, struct strlist *env)
+{
+	bool none = sb->mode == SANDBOX_NONE;
+	int rc = add(env, "PATH=" TOOL_PATH);
+	if (rc == 0)
+		rc = strlist_addf(env, "HOME=%s",
+				  none && call->workspace ? call->workspace : SANDBOX_WORKSPACE);
+	if (rc == 0)
+		rc = add2(env, "LANG=C.UTF-8", "TERM=dumb");
+	if (rc == 0)
+		rc = strlist_extend(env, &sb->env);
+	if (rc == 0 && none) {
+		for (size_t i = 0; rc == 0 && call->argv[i]; i++)
+			rc = add(argv, call->argv[i]);
+		goto out;
+	}
+	char tmp[32];
+	snprintf(tmp, sizeof tmp, "%ld", SANDBOX_TMP_BYTES);
+	char nproc[48];
+	snprintf(nproc, sizeof nproc, "--nproc=%d:%d", SANDBOX_NPROC, SANDBOX_NPROC);
+	if (rc == 0)
+		rc = add(argv, sb->program);
+	/* Namespaces: a user namespace (implied when not root, asked for
+	 * when root), and no further ones inside. */
+	const char *const flags[] = {"--unshare-user", "--unshare-pid", "--unshare-ipc",
+		"--unshare-uts", "--unshare-cgroup-try", "--disable-userns",
+		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
+		"--hostname", "skillfs"};
+	for (size_t i = 0; rc == 0 && i < sizeof flags / sizeof *flags; i++)
+		rc = add(argv, flags[i]);
+	if (rc == 0 && !sb->network)
+		rc = add(argv, "--unshare-net");
+	else if (rc == 0 && access("/etc/resolv.conf", F_OK) == 0)
+		rc = add3(argv, "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf");
+	if (rc == 0)
+		rc = add_system(argv);
+	if (rc == 0)
+		rc = add2(argv, "--proc", "/proc") < 0 || add2(argv, "--dev", "/dev") < 0 ||
+		     add2(argv, "--size", tmp) < 0 || add2(argv, "--tmpfs", "/tmp") < 0 ? -1 : 0;
+	if (rc == 0)
+		rc = bind_kind ? add3(argv, bind_kind, bind_src, SANDBOX_WORKSPACE)
+			       : add2(argv, "--dir", SANDBOX_WORKSPACE);
+	if (rc == 0)
+		rc = add2(argv, "--chdir", SANDBOX_WORKSPACE);
+	/* The process limit is set inside, so that it counts the call's own
+	 * user namespace only (set before, it would count every process of
+	 * the user on the host). */
+	if (rc == 0)
+		rc = add3(argv, "--", sb->prlimit, nproc);
+	if (rc == 0)
+		rc = add(argv, "--");
+	for (size_t i = 0; rc == 0 && call->argv[i]; i++)
+		rc = add(argv, call->argv[i]);
+out:
+	if (rc < 0) {
+		strlist_free(argv);
+		strlist_free(env);
+	}
+	return rc;
+}
+
+/* Where a switched call's workspace is attached in its own mount
+ * namespace (hidden from everything else; bubblewrap gives the sandbox a
+ * /tmp of its own). */
+#define STAGE_DIR "/tmp"
+#define STAGED_WORKSPACE STAGE_DIR "/skillfs-workspace"
+
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+
+void sandbox_run_free(struct sandbox_run *run)
+{
+	strlist_free(&run->argv);
+	strlist_free(&run->env);
+	free(run->av);
+	free(run->ev);
+	if (run->tree_fd >= 0)
+		close(run->tree_fd);
+	memset(run, 0, sizeof *run);
+	run->tree_fd = -1;
+}
+
+int sandbox_prepare(const struct sandbox *sb, const struct sandbox_call *call,
+		    struct sandbox_run *run, char **err)
+{
+	memset(run, 0, sizeof *run);
+	run->tree_fd = -1;
+	*err = NULL;
+	bool none = sb->mode == SANDBOX_NONE;
+	bool staged = !none && sb->switch_user && call->workspace_fd >= 0;
+	char fd[16];
+	snprintf(fd, sizeof fd, "%d", call->workspace_fd);
+	const char *kind = NULL, *src = NULL;
+	if (staged) {
+		long t = syscall(SYS_open_tree, call->workspace_fd, "",
+				 OPEN_TREE_CLONE | O_CLOEXEC | AT_EMPTY_PATH);
+		if (t < 0) {
+			if (asprintf(err, "cannot bind the workspace into the sandbox: %s",
+				     strerror(errno)) < 0)
+				*err = NULL;
+			return -1;
+		}
+		run->tree_fd = (int)t;
+		run->mount = (struct proc_mount){.tree_fd = run->tree_fd,
+						 .target = STAGED_WORKSPACE};
+		kind = "--bind";
+		src = STAGED_WORKSPACE;
+	} else if (!none && call->workspace_fd >= 0) {
+		run->keep_fd = call->workspace_fd;
+		kind = "--bind-fd";
+		src = fd;
+	}
+	if (command(sb, call, kind, src, &run->argv, &run->env) < 0 ||
+	    !(run->av = strlist_to_argv(&run->argv)) || !(run->ev = strlist_to_argv(&run->env))) {
+		sandbox_run_free(run);
+		return -1;
+	}
+	run->spec = (struct proc_spec){
+		.argv = run->av,
+		.envp = run->ev,
+		.cwd = none ? call->workspace : "/",
+		.keep_fds = kind && !staged ? &run->keep_fd : NULL,
+		.nkeep_fds = kind && !staged ? 1 : 0,
+		.mounts = staged ? &run->mount : NULL,
+		.nmounts = staged ? 1 : 0,
+		.mount_stage = staged ? STAGE_DIR : NULL,
+		.set_ids = !none && sb->switch_user,
+		.uid = sb->uid,
+		.gid = sb->gid,
+	};
+	return 0;
+}
+
+/* Starts one sandboxed `true`; sets sb->why when it does not work. */
+static int probe_run(struct sandbox *sb)
+{
+	const char *const inner[] = {"true", NULL};
+	struct sandbox_call call = {.argv = inner, .workspace_fd = -1};
+	struct sandbox_run run;
+	char *err = NULL;
+	if (sandbox_prepare(sb, &call, &run, &err) < 0) {
+		free(err);
+		return -1;
+	}
+	int rc = 0;
+	struct proc_spec spec = run.spec;
+	spec.timeout_ms = PROBE_TIMEOUT_MS;
+	spec.output_max = 4096;
+	spec.merge_stderr = true;
+	struct proc_result pr = {0};
+	int prc = proc_run(&spec, &pr);
+	if (prc < 0 || pr.exit_code != 0) {
+		const char *out = prc < 0 ? pr.err.data : pr.out.data;
+		size_t len = out ? strcspn(out, "\n") : 0;
+		rc = set_why(sb, "bubblewrap (%s) cannot make a sandbox here (%.*s): process "
+			     "tools are off; allow unprivileged user namespaces, or set "
+			     "tools.sandbox: none to run them unconfined",
+			     sb->program, (int)(len ? len : 9),
+			     len ? out : (pr.timed_out ? "timed out" : "no reason"));
+	}
+	proc_result_free(&pr);
+	sandbox_run_free(&run);
+	return rc;
+}
+
+int sandbox_probe(const struct tools_config *tc, struct sandbox *out)
+{
+	memset(out, 0, sizeof *out);
+	out->mode = tc->sandbox;
+	out->network = tc->network;
+	if (dup_opt(&out->user, tc->user ? tc->user : CONFIG_DEFAULT_TOOLS_USER) < 0 ||
+	    strlist_extend(&out->env, &tc->env) < 0)
+		goto oom;
+	if (tc->sandbox == SANDBOX_NONE)
+		return 0;
+	const char *name = tc->sandbox_program ? tc->sandbox_program : "bwrap";
+	out->program = proc_find_program(name, NULL);
+	if (!out->program) {
+		if (errno == ENOMEM)
+			goto oom;
+		if (set_why(out, tc->sandbox_program
+				    ? "tools.sandbox_program %s: %s: process tools are off"
+				    : "bubblewrap (%s) not found on PATH (%s): process tools are "
+				      "off; install the bubblewrap package, or set tools.sandbox: "
+				      "none to run them unconfined",
+			    name, strerror(errno)) < 0)
+			goto oom;
+		return 0;
+	}
+	const char *const tool_env[] = {"PATH=" TOOL_PATH, NULL};
+	out->prlimit = proc_find_program("prlimit", tool_env);
+	if (!out->prlimit) {
+		if (errno == ENOMEM)
+			goto oom;
+		if (set_why(out, "prlimit (util-linux) not found in " TOOL_PATH ": it sets a "
+			    "sandboxed call's process limit, so process tools are off") < 0)
+			goto oom;
+		return 0;
+	}
+	if (geteuid() == 0) {
+		out->switch_user = true;
+		if (resolve_user(out) < 0)
+			goto oom;
+		if (out->why)
+			return 0;
+	}
+	if (probe_run(out) < 0)
+		goto oom;
+	return 0;
+oom:
+	sandbox_free(out);
+	errno = ENOMEM;
+	return -1;
+}

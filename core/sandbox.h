@@ -1,0 +1,101 @@
+/* sandbox: the confinement of every process a tool starts (DESIGN.md
+ * section 7). A call runs under bubblewrap with new user, pid, ipc, uts and
+ * cgroup namespaces and, unless tools.network, a new network namespace; the
+ * host's /usr (and the /bin, /lib... links or directories beside it) and a
+ * short list of /etc files read-only; a private /proc, /dev and size-capped
+ * /tmp; the run's workspace, bound from a descriptor, as the only writable
+ * place and the working directory (SANDBOX_WORKSPACE); no capabilities,
+ * no new privileges, no further user namespaces, a new session, and a
+ * process limit counted inside the call's own user namespace. When the
+ * daemon is root, the call runs as tools.user (default nobody), so that
+ * the process limit binds (the kernel does not count uid 0). Every process
+ * of the call dies with it: the pid namespace ends when its first process
+ * does. Nothing of the state directory, the skill sources, the mount,
+ * /root or /home is visible.
+ *
+ * The probe decides once per configuration whether process tools can run
+ * at all: it finds the program (tools.sandbox_program, else "bwrap" on
+ * PATH) and starts one sandboxed `true`. Without a working sandbox the
+ * process tools are not available (fail closed), unless the configuration
+ * says tools.sandbox: none. */
+#ifndef SKILLFS_SANDBOX_H
+#define SKILLFS_SANDBOX_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "proc.h"
+#include "strlist.h"
+
+/* Where the workspace is inside the sandbox. */
+#define SANDBOX_WORKSPACE "/workspace"
+/* Processes one call may have at once (its own user namespace's count). */
+#define SANDBOX_NPROC 128
+/* Size of the call's private /tmp. */
+#define SANDBOX_TMP_BYTES (256L << 20)
+
+struct sandbox {
+	enum sandbox_mode mode;
+	char *program;     /* the bwrap binary; NULL when mode none or unusable */
+	char *prlimit;     /* sets the process limit inside; NULL likewise */
+	bool network;
+	bool switch_user;  /* the daemon is root: calls run as uid/gid */
+	uid_t uid;
+	gid_t gid;
+	char *user;        /* tools.user as given, for messages */
+	struct strlist env; /* tools.env, "NAME=value" */
+	char *why;         /* NULL: usable; else why process tools cannot run */
+};
+
+/* Probes the machine for the configuration's tools settings and fills *out
+ * (always, even when the sandbox is unusable: out->why then says why, in
+ * words a user can act on, e.g. "bubblewrap (bwrap) not found on PATH:
+ * install the bubblewrap package, or set tools.sandbox: none"). Returns 0,
+ * or -1 on ENOMEM (*out is then empty). */
+int sandbox_probe(const struct tools_config *tc, struct sandbox *out);
+
+/* Whether process tools may run: a working sandbox, or mode none. */
+bool sandbox_usable(const struct sandbox *sb);
+
+/* Deep copy; returns 0 or -1 on ENOMEM (dst empty). */
+int sandbox_copy(struct sandbox *dst, const struct sandbox *src);
+
+void sandbox_free(struct sandbox *sb);
+
+/* One process of a tool call. */
+struct sandbox_call {
+	const char *const *argv;  /* the program inside (argv[0] looked up on
+	                             the sandbox's PATH when it has no '/') */
+	int workspace_fd;         /* an open directory: bound read-write at
+	                             SANDBOX_WORKSPACE, the working directory */
+	const char *workspace;    /* its host path: the working directory and
+	                             HOME with mode none */
+};
+
+/* A call made ready to run: spec has argv, envp, cwd and the descriptors,
+ * mounts and ids the child needs; the caller sets the timeout, output cap
+ * and cancel hook, and runs it with proc_run. */
+struct sandbox_run {
+	struct proc_spec spec;
+	struct strlist argv, env;
+	const char **av, **ev;
+	int tree_fd;            /* a detached copy of the workspace, or -1 */
+	struct proc_mount mount;
+	int keep_fd;
+};
+
+/* Prepares call under sb (usable): the bubblewrap command line (or
+ * call->argv itself with mode none) and the clean environment (PATH,
+ * HOME, LANG, TERM, tools.env). When the call switches user, the
+ * workspace reaches the child as a detached mount attached in its own
+ * mount namespace (the path to it may not be traversable by that user);
+ * otherwise bubblewrap binds it from the descriptor. Returns 0, or -1
+ * with a malloc'd reason in *err (NULL on ENOMEM); run is then empty.
+ * sandbox_run_free releases it either way. */
+int sandbox_prepare(const struct sandbox *sb, const struct sandbox_call *call,
+		    struct sandbox_run *run, char **err);
+
+void sandbox_run_free(struct sandbox_run *run);
+
+#endif
