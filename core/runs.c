@@ -512,9 +512,19 @@ static void execute(struct runs *r, struct run *run, bool queued, struct spare *
 		fail_run(r, id, from, "out of memory while intersecting the allow-list");
 		goto out;
 	}
-	/* The workspace is made by the first tool that needs it. */
+	/* The workspace: made now, or refused when something else took its
+	 * place (a link, a file, another user's directory). */
 	char ws[PATH_MAX];
 	snprintf(ws, sizeof ws, "%s/%s", r->workspaces, id);
+	struct workspace wsd;
+	struct buf wserr = {0};
+	if (tools_workspace_open(snapshot_sandbox(s), ws, &wsd, &wserr) < 0) {
+		snprintf(msg, sizeof msg, "%s", wserr.data ? wserr.data : "out of memory");
+		buf_free(&wserr);
+		fail_run(r, id, from, msg);
+		goto out;
+	}
+	workspace_close(&wsd);
 	struct agent_env env = {
 		.store = r->store,
 		.model = model,

@@ -345,6 +345,12 @@ int sandbox_probe(const struct tools_config *tc, struct sandbox *out)
 		return 0;
 	const char *name = tc->sandbox_program ? tc->sandbox_program : "bwrap";
 	out->program = proc_find_program(name, NULL);
+	if (out->program && access(out->program, X_OK) < 0) {
+		int e = errno;
+		free(out->program);
+		out->program = NULL;
+		errno = e;
+	}
 	if (!out->program) {
 		if (errno == ENOMEM)
 			goto oom;

@@ -429,19 +429,23 @@ static bool arg_bool(struct call *c, json_t *args, const char *key,
 	return true;
 }
 
+int tools_workspace_open(const struct sandbox *sb, const char *path, struct workspace *ws,
+			 struct buf *err)
+{
+	if (sb && sb->switch_user && sb->mode == SANDBOX_BWRAP)
+		return workspace_open_as(ws, path, sb->uid, sb->gid, err);
+	return workspace_open(ws, path, err);
+}
+
 /* Opens the run's workspace; on failure the call carries the error. */
 static bool open_ws(struct call *c, struct workspace *ws)
 {
 	struct buf err = {0};
-	const struct sandbox *sb = c->ctx->sandbox;
 	if (!c->ctx->workspace) {
 		fail(c, "the run has no workspace");
 		return false;
 	}
-	bool as_tools = sb && sb->switch_user && sb->mode == SANDBOX_BWRAP;
-	int rc = as_tools ? workspace_open_as(ws, c->ctx->workspace, sb->uid, sb->gid, &err)
-			  : workspace_open(ws, c->ctx->workspace, &err);
-	if (rc < 0) {
+	if (tools_workspace_open(c->ctx->sandbox, c->ctx->workspace, ws, &err) < 0) {
 		fail(c, "%s", err.data ? err.data : "cannot open the workspace");
 		buf_free(&err);
 		return false;

@@ -75,6 +75,14 @@ struct tool_result {
 	                * non-zero exit, timeout, unavailable tool...) */
 };
 
+struct workspace;
+struct buf;
+/* Opens (making it when absent) the run's workspace at path for the tools
+ * of sandbox sb: owned by the user they run as (workspace_open_as).
+ * Returns 0, or -1 with the reason appended to err. */
+int tools_workspace_open(const struct sandbox *sb, const char *path, struct workspace *ws,
+			 struct buf *err);
+
 /* True when the built-in tool starts programs (runs only sandboxed). */
 bool tools_is_process(const char *name);
 
