@@ -809,6 +809,68 @@ static void test_S9_second_document_is_a_warning(void **state)
 	config_free(c);
 }
 
+/* Issue "Confinement": tools.sandbox, sandbox_program, network, user, env
+ * and limits. */
+static void test_S9_tools_sandbox_keys(void **state)
+{
+	(void)state;
+	struct config *c = parse_ok("configurations:\n  default:\n");
+	assert_int_equal(c->tools.sandbox, SANDBOX_BWRAP);
+	assert_null(c->tools.sandbox_program);
+	assert_false(c->tools.network);
+	assert_null(c->tools.user);
+	assert_int_equal(config_tool_timeout_ms(c, "bash"), CONFIG_DEFAULT_TOOL_TIMEOUT * 1000);
+	assert_int_equal(config_tool_output_max(c, "bash"), (size_t)CONFIG_DEFAULT_TOOL_OUTPUT);
+	config_free(c);
+	c = parse_ok("tools:\n  sandbox: none\n  sandbox_program: bin/bwrap\n"
+		     "  network: true\n  user: toolrunner\n"
+		     "  env: {GIT_PAGER: cat, EMPTY: ''}\n"
+		     "  limits: {Bash: {timeout: 5, output_bytes: 1000}, read: {}}\n");
+	assert_int_equal(c->tools.sandbox, SANDBOX_NONE);
+	assert_string_equal(c->tools.sandbox_program, "/base/bin/bwrap");
+	assert_true(c->tools.network);
+	assert_string_equal(c->tools.user, "toolrunner");
+	assert_int_equal(c->tools.env.n, 2);
+	assert_string_equal(c->tools.env.items[0], "GIT_PAGER=cat");
+	assert_string_equal(c->tools.env.items[1], "EMPTY=");
+	assert_int_equal(config_tool_timeout_ms(c, "bash"), 5000);
+	assert_int_equal(config_tool_output_max(c, "bash"), 1000);
+	assert_int_equal(config_tool_timeout_ms(c, "read"), CONFIG_DEFAULT_TOOL_TIMEOUT * 1000);
+	config_free(c);
+	const char *bad[][2] = {
+		{"tools:\n  sandbox: docker\n", "tools.sandbox: expected 'bwrap' or 'none'"},
+		{"tools:\n  network: maybe\n", "tools.network: expected true or false"},
+		{"tools:\n  limits: {telnet: {timeout: 1}}\n", "tools.limits.telnet: unknown tool"},
+		{"tools:\n  limits: {bash: {timeout: 0}}\n", "tools.limits.bash.timeout: expected an integer"},
+		{"tools:\n  limits: {bash: {output_bytes: x}}\n", "tools.limits.bash.output_bytes: expected an integer"},
+		{"tools:\n  env: {PATH: /x}\n", "tools.env.PATH: PATH is set by skillfs"},
+		{"tools:\n  env: {'A-B': x}\n", "tools.env.A-B: not a variable name"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		char *err = parse_err(bad[i][0]);
+		if (!strstr(err, bad[i][1]))
+			fail_msg("%s: got '%s', want '%s'", bad[i][0], err, bad[i][1]);
+		free(err);
+	}
+}
+
+/* An unavailable tool leaves the registered list (never offered, never
+ * counted by policy all) and tools.approval, and says why. */
+static void test_S9_unavailable_tool_leaves_registered(void **state)
+{
+	(void)state;
+	struct config *c = parse_ok("tools:\n  registered: [bash, read]\n  approval: [bash]\n");
+	assert_int_equal(config_tool_unavailable(c, "bash", "no sandbox"), 0);
+	assert_false(strlist_has(&c->registered_tools, "bash"));
+	assert_false(strlist_has(&c->approval_tools, "bash"));
+	assert_true(strlist_has(&c->registered_tools, "read"));
+	assert_string_equal(config_tool_unavailable_why(c, "bash"), "no sandbox");
+	assert_null(config_tool_unavailable_why(c, "read"));
+	assert_int_equal(config_tool_unavailable(c, "python", "x"), 0); /* not registered */
+	assert_null(config_tool_unavailable_why(c, "python"));
+	config_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest t[] = {
@@ -830,6 +892,8 @@ int main(void)
 		cmocka_unit_test(test_S9_error_workers_as_string),
 		cmocka_unit_test(test_S9_error_unknown_registered_tool),
 		cmocka_unit_test(test_S9_error_approval_tool_not_registered),
+		cmocka_unit_test(test_S9_tools_sandbox_keys),
+		cmocka_unit_test(test_S9_unavailable_tool_leaves_registered),
 		cmocka_unit_test(test_S9_error_bad_configuration_name),
 		cmocka_unit_test(test_S9_error_configuration_named_ERROR_is_reserved),
 		cmocka_unit_test(test_S9_error_sources_not_a_list),

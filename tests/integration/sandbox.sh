@@ -245,4 +245,33 @@ test_without_bubblewrap_bash_is_not_registered() {
 	grep -q 'WITHOUT a sandbox' "$DAEMON_LOG" || fail "no warning for tools.sandbox: none"
 }
 
+test_planted_workspace_is_refused() {
+	write_config ""
+	start_with || return
+	local id
+	mkdir -p "$T/elsewhere"
+	for kind in link file dir; do
+		id=$(cat "$MNT/runs/new") && mkdir "$MNT/runs/$id" || return
+		mkdir -p "$T/state/workspaces"
+		case $kind in
+		link) ln -s "$T/elsewhere" "$T/state/workspaces/$id" ;;
+		file) echo x >"$T/state/workspaces/$id" ;;
+		dir) mkdir "$T/state/workspaces/$id" && chown 12345:12345 "$T/state/workspaces/$id" ;;
+		esac
+		echo '[{"role": "assistant", "content": "done"}]' >"$T/script.json"
+		echo open >"$MNT/runs/$id/config"
+		echo go >"$MNT/runs/$id/prompt"
+		assert_eq failed "$(cat "$MNT/runs/$id/wait")" "a planted workspace ($kind) fails the run"
+		case $kind in
+		link | file) grep -q "exists but is not a directory" "$MNT/runs/$id/error" ;;
+		dir) grep -q "not a directory owned by uid" "$MNT/runs/$id/error" ;;
+		esac || fail "$kind: error says: $(cat "$MNT/runs/$id/error")"
+	done
+	[ -z "$(ls -A "$T/elsewhere")" ] || fail "something was written through the planted link"
+	# A run id longer than the limit names no run, not a shorter one.
+	id=$(printf 'a%.0s' $(seq 64))
+	mkdir "$MNT/runs/$id" || { fail "mkdir of a 64-character id"; return; }
+	expect_fail "No such file or directory" stat "$MNT/runs/${id}b"
+}
+
 run_tests
