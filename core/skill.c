@@ -186,9 +186,12 @@ int tool_grant_parse(const char *item, struct tool_grant *g)
 			goto oom;
 		size_t pl = strlen(g->pattern);
 		if (pl >= 2 && strcmp(g->pattern + pl - 2, ":*") == 0)
-			g->pattern[pl - 2] = '\0';
+			pl -= 2;
 		else if (pl >= 1 && g->pattern[pl - 1] == '*')
-			g->pattern[pl - 1] = '\0';
+			pl--; /* "ls *" and "ls*" read as ls:* (words, D3) */
+		while (pl && isspace((unsigned char)g->pattern[pl - 1]))
+			pl--;
+		g->pattern[pl] = '\0';
 		free(t);
 	} else {
 		g->tool = t; /* a malformed item keeps its text: it matches no tool */
