@@ -422,19 +422,19 @@ static int yadd(struct yload *y, size_t line, json_t *v)
 			return yfail(y, line, "a mapping key must be a plain value, "
 				     "not a list or a mapping");
 		}
+		/* A duplicate key is refused as soon as it is seen, at its own
+		 * line: its value must never replace (or widen) the first. */
+		if (json_object_get(f->c, json_string_value(v))) {
+			char *q = qs(json_string_value(v));
+			json_decref(v);
+			int r = q ? yfail(y, line, "duplicate key %s: a key may appear "
+					  "only once in a mapping", q) : OOM;
+			free(q);
+			return r;
+		}
 		f->key = strdup(json_string_value(v));
 		json_decref(v);
 		return f->key ? 0 : OOM;
-	}
-	if (json_object_get(f->c, f->key)) {
-		char *q = qs(f->key);
-		int r = q ? warnf(y->s, "front-matter line %zu: duplicate key %s; "
-				  "the last value is used", y->line0 + line, q) : OOM;
-		free(q);
-		if (r) {
-			json_decref(v);
-			return r;
-		}
 	}
 	int r = json_object_set_new(f->c, f->key, v);
 	free(f->key);

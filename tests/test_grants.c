@@ -465,6 +465,27 @@ static void test_D1_invalid_attached_skill_alone_gives_no_tools(void **st)
 	fx_free(&f);
 }
 
+/* D1, D3: a second allowed-tools key never widens the first: the
+ * front-matter is invalid and declares []. */
+static void test_D1_duplicate_allowed_tools_gives_no_tools(void **st)
+{
+	(void)st;
+	struct sk sks[] = { { "dup", "allowed-tools: []\nallowed-tools: [bash]\n", TRUST_FIRST_PARTY, false, false },
+			    { "plain", NULL, TRUST_FIRST_PARTY, false, false } };
+	struct fx f;
+	fx_init(&f, sks, 2);
+	fx_attach(&f, "dup", true);
+	fx_attach(&f, "plain", true);
+	struct resolution *r = fx_resolve(&f, NULL, 0);
+	assert_int_equal(item(r, 0)->state, EFF_INVALID);
+	assert_int_equal(r->grants.policy, GRANTS_LIST);
+	assert_int_equal(r->grants.n, 0);
+	assert_false(grants_permits(&r->grants, "bash", "ls"));
+	assert_true(has_warning(&r->grants.warnings, "skill 'dup' is invalid"));
+	resolution_free(r);
+	fx_free(&f);
+}
+
 static void test_D1_invalid_skill_never_widens_even_if_struct_lists_tools(void **st)
 {
 	(void)st;
@@ -1271,6 +1292,7 @@ int main(void)
 		cmocka_unit_test(test_R1_attach_all_in_name_order),
 		cmocka_unit_test(test_D1_invalid_attached_skill_alone_gives_no_tools),
 		cmocka_unit_test(test_D1_invalid_skill_never_widens_even_if_struct_lists_tools),
+		cmocka_unit_test(test_D1_duplicate_allowed_tools_gives_no_tools),
 		cmocka_unit_test(test_D3_string_form_read_write),
 		cmocka_unit_test(test_D3_bash_pattern_grant),
 		cmocka_unit_test(test_D3_patterned_and_unpatterned_is_unrestricted),
