@@ -16,6 +16,7 @@
 #include <yaml.h>
 
 #include "buf.h"
+#include "cmdline.h"
 
 /* Result of the internal parsing steps: OK, or the skill was marked invalid
  * (both 0), or out of memory (-1). */
@@ -220,6 +221,34 @@ void tool_decl_free(struct tool_decl *d)
 	memset(d, 0, sizeof *d);
 }
 
+/* What a command pattern in a tools: item gives a sub-agent (mode.h,
+ * R13 with D3), said with the skill: the allow-list resolver warns about
+ * allowed-tools items itself. */
+static int tools_pattern_warn(struct skill *s, const char *item,
+			      const char *pattern)
+{
+	struct strlist words = {0};
+	char *err = NULL;
+	int r = 0;
+	char *q = qs(item);
+	if (!q)
+		return OOM;
+	if (!*pattern)
+		r = warnf(s, "tools: item %s grants nothing: empty command pattern", q);
+	else if (cmdline_split(pattern, &words, &err) < 0)
+		r = err ? warnf(s, "tools: item %s grants nothing: pattern cannot be "
+				"split: %s", q, err) : OOM;
+	else
+		r = warnf(s, "tools: item %s: the pattern is not checked on the "
+			  "sub-agent's calls, so the sub-agent gets the tool only when "
+			  "the run's allow-list limits it to commands within the "
+			  "pattern", q);
+	strlist_free(&words);
+	free(err);
+	free(q);
+	return r;
+}
+
 static int decl_add(struct skill *s, const char *key, struct tool_decl *d,
 		    const char *item)
 {
@@ -244,6 +273,8 @@ static int decl_add(struct skill *s, const char *key, struct tool_decl *d,
 		free(q);
 		return r;
 	}
+	if (g.pattern && strcmp(key, "tools") == 0)
+		return tools_pattern_warn(s, item, g.pattern);
 	return 0;
 }
 

@@ -1208,6 +1208,78 @@ static void test_D5_subagent_tools_within_allow_list(void **st)
 	strlist_free(&reg);
 }
 
+/* R13 with D3: a command pattern in tools: never gives a sub-agent more
+ * than its text says; an empty one gives nothing. */
+static void test_D3_subagent_tools_patterns_never_widen(void **st)
+{
+	(void)st;
+	struct strlist reg = { 0 }, out = { 0 };
+	for (size_t i = 0; i < NALL; i++)
+		assert_int_equal(strlist_add(&reg, all_tools[i]), 0);
+	char l[256];
+	/* empty patterns: nothing, whatever the run allows */
+	struct skill *s = mk("tools: [\"Bash()\", \"Bash(*)\", \"Bash(:*)\", read]\n");
+	assert_true(has_warning(&s->warnings, "tools: item 'Bash()' grants nothing: empty command pattern"));
+	assert_int_equal(mode_subagent_tools(s, &reg, true, NULL, &out), 0);
+	join(&out, l, sizeof l);
+	assert_string_equal(l, "read ");
+	strlist_free(&out);
+	struct grants all;
+	assert_int_equal(grants_resolve(&reg, NULL, 0, &all), 0);
+	assert_int_equal(all.policy, GRANTS_ALL);
+	assert_int_equal(mode_subagent_tools(s, &reg, true, &all, &out), 0);
+	join(&out, l, sizeof l);
+	assert_string_equal(l, "read ");
+	strlist_free(&out);
+	skill_unref(s);
+
+	/* a real pattern: not with every command allowed (it would widen) */
+	s = mk("tools: [\"Bash(git diff:*)\", \"Read(src:*)\"]\n");
+	assert_true(has_warning(&s->warnings, "the pattern is not checked on the sub-agent's calls"));
+	assert_int_equal(mode_subagent_tools(s, &reg, true, NULL, &out), 0);
+	assert_int_equal(out.n, 0);
+	assert_int_equal(mode_subagent_tools(s, &reg, true, &all, &out), 0);
+	assert_int_equal(out.n, 0);
+	/* nor when the run allows commands beyond it */
+	struct sk wide_sk = { "w", "allowed-tools: [\"Bash(git:*)\", read]\n", TRUST_FIRST_PARTY, false, false };
+	struct skill *ws = parse_skill(&wide_sk);
+	const struct skill *wide[] = { ws };
+	struct grants allow;
+	assert_int_equal(grants_resolve(&reg, wide, 1, &allow), 0);
+	assert_int_equal(mode_subagent_tools(s, &reg, true, &allow, &out), 0);
+	assert_int_equal(out.n, 0);
+	grants_free(&allow);
+	skill_unref(ws);
+	/* but when every command the run allows lies within it */
+	struct sk narrow_sk = { "n", "allowed-tools: [\"Bash(git diff --stat:*)\", \"Bash(git diff:*)\", read]\n", TRUST_FIRST_PARTY, false, false };
+	struct skill *ns = parse_skill(&narrow_sk);
+	const struct skill *narrow[] = { ns };
+	assert_int_equal(grants_resolve(&reg, narrow, 1, &allow), 0);
+	assert_int_equal(mode_subagent_tools(s, &reg, true, &allow, &out), 0);
+	join(&out, l, sizeof l);
+	assert_string_equal(l, "bash ");
+	strlist_free(&out);
+	grants_free(&allow);
+	skill_unref(ns);
+	skill_unref(s);
+
+	/* a pattern that cannot be split gives nothing; an unpatterned item
+	 * beside a pattern gives the tool */
+	s = mk("tools: [\"Bash(git diff | sh:*)\"]\n");
+	assert_true(has_warning(&s->warnings, "grants nothing: pattern cannot be split: contains shell syntax '|'"));
+	assert_int_equal(mode_subagent_tools(s, &reg, true, NULL, &out), 0);
+	assert_int_equal(out.n, 0);
+	skill_unref(s);
+	s = mk("tools: [\"Bash(ls:*)\", Bash]\n");
+	assert_int_equal(mode_subagent_tools(s, &reg, true, NULL, &out), 0);
+	join(&out, l, sizeof l);
+	assert_string_equal(l, "bash ");
+	strlist_free(&out);
+	skill_unref(s);
+	grants_free(&all);
+	strlist_free(&reg);
+}
+
 static void test_R10_mode_render(void **st)
 {
 	(void)st;
@@ -1318,6 +1390,7 @@ int main(void)
 		cmocka_unit_test(test_R13_default_subagent_tools),
 		cmocka_unit_test(test_R13_never_run_skill_terminal_learn_skill),
 		cmocka_unit_test(test_D5_subagent_tools_within_allow_list),
+		cmocka_unit_test(test_D3_subagent_tools_patterns_never_widen),
 		cmocka_unit_test(test_check_counts_orphaned_and_invalid_attached),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);
