@@ -124,6 +124,13 @@ int cmdline_splitn(const char *cmd, size_t len, struct strlist *argv, char **err
 					i++;
 					break;
 				}
+				if (p[i] == '$' || p[i] == '`') {
+					rc = refuse(err, "contains shell syntax '%c' inside "
+						    "double quotes (byte %zu): " NO_SHELL
+						    "; write \\%c or use single quotes to "
+						    "pass it literally", p[i], i + 1, p[i]);
+					break;
+				}
 				if (p[i] == '\\' && i + 1 < len && strchr("\"\\$`", p[i + 1]))
 					i++;
 				if ((rc = buf_append(&w, p + i, 1)) < 0)

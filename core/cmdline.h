@@ -12,7 +12,8 @@
  * - words are separated by unquoted blanks (space, tab);
  * - '...' is literal up to the next single quote;
  * - "..." is literal except that a backslash escapes one of " \ $ `
- *   (before any other character the backslash is kept);
+ *   (before any other character the backslash is kept), and an unescaped
+ *   $ or ` in it is refused;
  * - outside quotes a backslash makes the next character literal;
  * - an unquoted ; | & < > ( ) $ ` * ? [ ] { } ~ # ! is refused: there is no
  *   shell to give it a meaning (quoted, it is an ordinary character);
@@ -21,7 +22,10 @@
  * - an unterminated quote, a trailing lone backslash, a command of no words
  *   and an empty first word are refused.
  * Nothing is expanded: no variables, globbing, tilde, history or command
- * substitution. */
+ * substitution. Every command accepted splits into the same words that a
+ * POSIX shell would make of it, with nothing expanded or redirected, so
+ * the split does not depend on what finally executes it; that is why $ and
+ * ` are refused inside double quotes, where a shell would expand them. */
 #ifndef SKILLFS_CMDLINE_H
 #define SKILLFS_CMDLINE_H
 

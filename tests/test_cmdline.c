@@ -91,7 +91,12 @@ static void test_double_quotes(void **st)
 	(void)st;
 	split_ok("git diff \"a b\"", W("git", "diff", "a b"));
 	/* literal: nothing expands */
-	split_ok("echo \"$(id) `id` $HOME ; * ~ #\"", W("echo", "$(id) `id` $HOME ; * ~ #"));
+	split_ok("echo \"; * ~ # ! | & < > ( ) [ ] { } ?\"", W("echo", "; * ~ # ! | & < > ( ) [ ] { } ?"));
+	/* $ and ` would expand in a shell's double quotes: refused unescaped */
+	split_refused("echo \"$(id)\"", "shell syntax '$' inside double quotes (byte 7)");
+	split_refused("echo \"$HOME\"", "write \\$ or use single quotes");
+	split_refused("echo \"`id`\"", "shell syntax '`' inside double quotes");
+	split_refused("git diff \"a\\\\$(id)\"", "'$' inside double quotes");
 	/* backslash escapes " \ $ ` and is kept before anything else */
 	split_ok("echo \"a\\\"b\"", W("echo", "a\"b"));
 	split_ok("echo \"a\\\\b\"", W("echo", "a\\b"));
@@ -133,7 +138,10 @@ static void test_every_metacharacter_refused_unquoted(void **st)
 		snprintf(cmd, sizeof cmd, "git diff '%c'", *m);
 		split_ok(cmd, W("git", "diff", lit));
 		snprintf(cmd, sizeof cmd, "git diff \"%c\"", *m);
-		split_ok(cmd, W("git", "diff", lit));
+		if (*m == '$' || *m == '`')
+			split_refused(cmd, "inside double quotes");
+		else
+			split_ok(cmd, W("git", "diff", lit));
 		/* in double quotes a backslash escapes only $ and ` of these */
 		snprintf(cmd, sizeof cmd, "git diff \"\\%c\"", *m);
 		split_ok(cmd, W("git", "diff", *m == '$' || *m == '`' ? lit : bs));

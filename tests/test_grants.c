@@ -630,6 +630,10 @@ static void test_D3_pattern_matches_words_not_characters(void **st)
 	/* shell syntax is refused, not passed to a shell */
 	assert_false(grants_permits(g, "bash", "git diff $(id)"));
 	assert_false(grants_permits(g, "bash", "git diff `id`"));
+	/* a shell would expand these inside double quotes: refused there too */
+	assert_false(grants_permits(g, "bash", "git diff \"$(id)\""));
+	assert_false(grants_permits(g, "bash", "git diff \"`id`\""));
+	assert_true(grants_permits(g, "bash", "git diff \"\\$(id)\" '$(id)'"));
 	assert_false(grants_permits(g, "bash", "git diff; id"));
 	assert_false(grants_permits(g, "bash", "git diff;id"));
 	assert_false(grants_permits(g, "bash", "git diff && id"));
