@@ -86,12 +86,10 @@ int cmdline_splitn(const char *cmd, size_t len, struct strlist *argv, char **err
 		len = 0;
 	const unsigned char *p = (const unsigned char *)cmd;
 	size_t bad = first_forbidden(p, len);
-	if (bad < len)
-		return refuse_forbidden(err, p[bad], bad);
 
 	struct buf w = {0};
 	bool in_word = false;
-	int rc = 0;
+	int rc = bad < len ? refuse_forbidden(err, p[bad], bad) : 0;
 	size_t i = 0;
 	while (i < len && rc == 0) {
 		unsigned char c = p[i];

@@ -275,6 +275,10 @@ static void test_err_may_be_null(void **st)
 	struct strlist argv = {0};
 	assert_int_equal(cmdline_split("a | b", &argv, NULL), -1);
 	assert_int_equal(argv.n, 0);
+	assert_int_equal(cmdline_split("a\nb", &argv, NULL), -1);
+	assert_int_equal(cmdline_split("'a", &argv, NULL), -1);
+	assert_int_equal(cmdline_split("", &argv, NULL), -1);
+	assert_int_equal(argv.n, 0);
 	assert_int_equal(cmdline_split("a b", &argv, NULL), 0);
 	assert_int_equal(argv.n, 2);
 	strlist_free(&argv);
