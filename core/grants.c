@@ -1,13 +1,12 @@
 #include "grants.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-/* Characters that end a command prefix match (D3): a command holding any of
- * them could chain, substitute or redirect past the granted prefix. */
-static const char pattern_forbidden[] = ";|&$`()<>\n\r";
+#include "cmdline.h"
 
 bool grants_tool_has_patterns(const char *tool)
 {
@@ -312,6 +311,19 @@ int grants_resolve(const struct strlist *registered,
 					rc = -1;
 				continue;
 			}
+			if (it->pattern) {
+				char *why = NULL;
+				if (grants_pattern_check(it->pattern, &why) < 0) {
+					if (!why ||
+					    drop_add(out, name, text, why) < 0 ||
+					    strlist_addf(&out->warnings,
+							 "skill '%s': allowed-tools item '%s' grants nothing: %s",
+							 name, text, why) < 0)
+						rc = -1;
+					free(why);
+					continue;
+				}
+			}
 			items[nitems] = (struct item){ (size_t)r, nitems, name, it->pattern };
 			nitems++;
 		}
@@ -359,14 +371,65 @@ bool grants_has(const struct grants *g, const char *tool)
 	return grants_find(g, tool) != NULL;
 }
 
+int grants_pattern_check(const char *pattern, char **why)
+{
+	*why = NULL;
+	if (!pattern || strspn(pattern, " \t") == strlen(pattern)) {
+		*why = strdup("empty command pattern");
+		return -1;
+	}
+	struct strlist words = {0};
+	char *err = NULL;
+	if (cmdline_split(pattern, &words, &err) == 0) {
+		strlist_free(&words);
+		return 0;
+	}
+	if (err && asprintf(why, "pattern cannot be split: %s", err) < 0)
+		*why = NULL;
+	free(err);
+	return -1;
+}
+
+/* Whether the words of p are the first words of c. */
+static bool words_prefix(const struct strlist *p, const struct strlist *c)
+{
+	if (p->n == 0 || p->n > c->n)
+		return false;
+	for (size_t i = 0; i < p->n; i++)
+		if (strcmp(p->items[i], c->items[i]) != 0)
+			return false;
+	return true;
+}
+
+/* Whether the split command argv is admitted by pattern. */
+static bool pattern_admits(const char *pattern, const struct strlist *argv)
+{
+	struct strlist words = {0};
+	if (!pattern || cmdline_split(pattern, &words, NULL) < 0)
+		return false; /* a pattern that cannot be split grants nothing */
+	bool ok = words_prefix(&words, argv);
+	strlist_free(&words);
+	return ok;
+}
+
 bool grants_pattern_matches(const char *pattern, const char *command)
 {
-	if (!pattern || !command)
+	struct strlist argv = {0};
+	if (!pattern || !command || cmdline_split(command, &argv, NULL) < 0)
 		return false;
-	size_t pl = strlen(pattern);
-	if (strncmp(command, pattern, pl) != 0)
+	bool ok = pattern_admits(pattern, &argv);
+	strlist_free(&argv);
+	return ok;
+}
+
+bool grants_pattern_covers(const char *outer, const char *inner)
+{
+	struct strlist in = {0};
+	if (!outer || !inner || cmdline_split(inner, &in, NULL) < 0)
 		return false;
-	return strpbrk(command, pattern_forbidden) == NULL;
+	bool ok = pattern_admits(outer, &in);
+	strlist_free(&in);
+	return ok;
 }
 
 bool grants_permits(const struct grants *g, const char *tool,
@@ -377,10 +440,14 @@ bool grants_permits(const struct grants *g, const char *tool,
 		return false;
 	if (t->unrestricted)
 		return true;
-	for (size_t i = 0; i < t->patterns.n; i++)
-		if (grants_pattern_matches(t->patterns.items[i], command))
-			return true;
-	return false;
+	struct strlist argv = {0};
+	if (!command || cmdline_split(command, &argv, NULL) < 0)
+		return false;
+	bool ok = false;
+	for (size_t i = 0; i < t->patterns.n && !ok; i++)
+		ok = pattern_admits(t->patterns.items[i], &argv);
+	strlist_free(&argv);
+	return ok;
 }
 
 static int tool_copy(struct grants *dst, const struct grant_tool *src)
@@ -423,12 +490,9 @@ int grants_copy(const struct grants *src, struct grants *out)
 	return rc;
 }
 
-static bool has_prefix(const char *s, const char *prefix)
-{
-	return strncmp(s, prefix, strlen(prefix)) == 0;
-}
-
-/* Patterns admitted by both sets of prefix patterns. */
+/* Patterns admitted by both sets of patterns, word-wise: p ∩ q is the
+ * longer of the two when the words of one begin the words of the other,
+ * else nothing; a pattern that cannot be split meets nothing. */
 static int intersect_patterns(const struct strlist *a, const struct strlist *b,
 			      struct strlist *out)
 {
@@ -440,9 +504,9 @@ static int intersect_patterns(const struct strlist *a, const struct strlist *b,
 	for (size_t i = 0; i < a->n; i++)
 		for (size_t j = 0; j < b->n; j++) {
 			const char *p = a->items[i], *q = b->items[j];
-			if (has_prefix(q, p))
+			if (grants_pattern_covers(p, q))
 				v[nv++] = q;
-			else if (has_prefix(p, q))
+			else if (grants_pattern_covers(q, p))
 				v[nv++] = p;
 		}
 	int rc = add_sorted_unique(out, v, nv);

@@ -27,7 +27,7 @@ struct grant_source {
 struct grant_tool {
 	char *name;              /* the registered tool name (lower-case) */
 	bool unrestricted;       /* any command; patterns is then empty */
-	struct strlist patterns; /* prefix patterns (D3), sorted, unique */
+	struct strlist patterns; /* command patterns (D3), sorted, unique */
 	struct grant_source *by; /* which skills granted it (empty for policy all) */
 	size_t nby;
 };
@@ -36,7 +36,8 @@ struct grant_tool {
 struct grant_drop {
 	char *skill;
 	char *item;   /* as written */
-	char *reason; /* "not a registered tool", "read takes no pattern" */
+	char *reason; /* "not a registered tool", "tool takes no command pattern",
+	                 "empty command pattern", "pattern cannot be split: ..." */
 };
 
 struct grants {
@@ -57,8 +58,11 @@ bool grants_tool_has_patterns(const char *tool);
  * invalid-but-otherwise-eligible ones, in order) against the registered
  * tools. An invalid skill always counts as declaring [] whatever its struct
  * says (D1). Tool names compare case-insensitively. A pattern on a tool
- * without pattern semantics grants nothing; an unregistered name is dropped;
- * both with a warning naming skill and item. On success returns 0 and fills
+ * without pattern semantics grants nothing, nor does an empty pattern
+ * (Bash(), Bash(:*), Bash(*)) or one grants_pattern_check refuses; an
+ * unregistered name is dropped; each with a dropped entry and a warning
+ * naming skill and item. A tool granted both with and without a pattern is
+ * unrestricted. On success returns 0 and fills
  * *out (caller frees with grants_free); on ENOMEM returns -1 and *out is
  * empty. O(k log k) in the number of declared items. */
 int grants_resolve(const struct strlist *registered,
@@ -72,21 +76,37 @@ const struct grant_tool *grants_find(const struct grants *g, const char *tool);
 /* Whether the tool is offered at all (R5, first enforcement). */
 bool grants_has(const struct grants *g, const char *tool);
 
-/* Whether a command string is admitted by a prefix pattern (D3): it starts
- * with the pattern and contains none of ; | & $ ` ( ) < > CR LF. */
+/* Whether pattern can grant anything (D3): it is not empty (nor blanks
+ * only) and cmdline_split accepts it. Returns 0, or -1 with *why saying
+ * what is wrong ("empty command pattern", "pattern cannot be split: ...";
+ * caller frees), or -1 with *why NULL on ENOMEM. */
+int grants_pattern_check(const char *pattern, char **why);
+
+/* Whether a command is admitted by a command pattern (D3): both split with
+ * cmdline_split (a command or a pattern that cannot be split admits
+ * nothing) and the command's words begin with the pattern's words, word
+ * for word: "git diff" admits "git diff", "git diff --stat" and
+ * "git diff 'a b'", never "git difftool" nor "git diff; id". An admitted
+ * command runs without a shell: the bash tool executes its cmdline_split
+ * argv directly. */
 bool grants_pattern_matches(const char *pattern, const char *command);
+
+/* Whether every command inner admits is admitted by outer too: the words
+ * of outer begin the words of inner (both must split). */
+bool grants_pattern_covers(const char *outer, const char *inner);
 
 /* The execution-time check (R5): the tool is on the list and, when it is
  * restricted to patterns, command (may be NULL: refused then) matches one
- * of them. Fails closed on a NULL g. */
+ * of them (grants_pattern_matches). Fails closed on a NULL g. */
 bool grants_permits(const struct grants *g, const char *tool,
 		    const char *command);
 
 /* R7/R8: *out = stored ∩ now. A NULL stored (a run written before lists
  * were stored) yields a copy of now. The result never holds a tool or a
  * pattern absent from either side: a tool narrowed to patterns on one side
- * stays narrowed; two prefix patterns intersect to the longer when one is a
- * prefix of the other, else to nothing; a tool left with no pattern and not
+ * stays narrowed; two patterns intersect word-wise, to the longer when the
+ * words of one begin the words of the other ("git" ∩ "git diff" = "git
+ * diff"; "git diff" ∩ "git difftool" = nothing), else to nothing; a tool left with no pattern and not
  * unrestricted is removed (with a warning). A NULL now yields an empty list
  * (fail closed). Returns 0, or -1 on ENOMEM. */
 int grants_intersect(const struct grants *stored, const struct grants *now,

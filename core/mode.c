@@ -77,6 +77,44 @@ static int consider(const char *t, const struct strlist *registered,
 	return strlist_add_owned(out, low);
 }
 
+/* Whether the tools: items naming tool (case-insensitively) let the
+ * sub-agent have it (D3 applied to R13). An item without a pattern does.
+ * A command pattern on a tool with pattern semantics cannot be enforced on
+ * the sub-agent's calls, which are checked against the run's allow-list
+ * only: such items give the tool only when allow already restricts it to
+ * patterns that each lie within one of theirs (so nothing beyond the items'
+ * text is admitted). An empty pattern, one that cannot be split, and a
+ * pattern on any other tool give nothing. */
+static bool decl_gives(const struct tool_decl *d, const char *tool,
+		       const struct grants *allow)
+{
+	const struct grant_tool *t = grants_find(allow, tool);
+	bool any_pattern = false;
+	for (size_t i = 0; i < d->n; i++) {
+		const struct tool_grant *it = &d->items[i];
+		if (!it->tool || strcasecmp(it->tool, tool) != 0)
+			continue;
+		if (!it->pattern)
+			return true;
+		any_pattern = true;
+	}
+	if (!any_pattern || !grants_tool_has_patterns(tool) || !t ||
+	    t->unrestricted || t->patterns.n == 0)
+		return false;
+	for (size_t k = 0; k < t->patterns.n; k++) {
+		bool within = false;
+		for (size_t i = 0; i < d->n && !within; i++) {
+			const struct tool_grant *it = &d->items[i];
+			within = it->tool && it->pattern &&
+				 strcasecmp(it->tool, tool) == 0 &&
+				 grants_pattern_covers(it->pattern, t->patterns.items[k]);
+		}
+		if (!within)
+			return false;
+	}
+	return true;
+}
+
 int mode_subagent_tools(const struct skill *s, const struct strlist *registered,
 			bool have_python, const struct grants *allow,
 			struct strlist *out)
@@ -86,8 +124,11 @@ int mode_subagent_tools(const struct skill *s, const struct strlist *registered,
 	struct strlist added = { 0 };
 	int rc = 0;
 	if (s->tools.declared) {
-		for (size_t i = 0; i < s->tools.n && rc == 0; i++)
-			rc = consider(s->tools.items[i].tool, registered, allow, &added, out);
+		for (size_t i = 0; i < s->tools.n && rc == 0; i++) {
+			const char *t = s->tools.items[i].tool;
+			if (t && decl_gives(&s->tools, t, allow))
+				rc = consider(t, registered, allow, &added, out);
+		}
 	} else {
 		for (size_t i = 0; i < sizeof default_tools / sizeof *default_tools && rc == 0; i++)
 			rc = consider(default_tools[i], registered, allow, &added, out);

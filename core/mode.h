@@ -31,7 +31,13 @@ struct mode_info mode_decide(const struct skill *s, enum exec_mode global);
  * read, edit, write, webfetch, plus python when have_python; never
  * run_skill, terminal or learn_skill; only registered tools; and, when
  * allow is not NULL (a run context), only tools on that allow-list. An
- * invalid skill gets nothing. Appends to *out; returns 0 or -1 (ENOMEM). */
+ * invalid skill gets nothing. A tools: item with a command pattern never
+ * widens its text (D3): the sub-agent's calls are checked against allow
+ * only, so Bash(ls:*) gives bash only when allow restricts bash to
+ * patterns within ls (never with allow NULL or unrestricted); an empty
+ * pattern (Bash(), Bash(*)), one that cannot be split, and a pattern on a
+ * tool without pattern semantics give nothing. Appends to *out; returns 0
+ * or -1 (ENOMEM). */
 int mode_subagent_tools(const struct skill *s, const struct strlist *registered,
 			bool have_python, const struct grants *allow,
 			struct strlist *out);

@@ -16,6 +16,7 @@
 #include <yaml.h>
 
 #include "buf.h"
+#include "cmdline.h"
 
 /* Result of the internal parsing steps: OK, or the skill was marked invalid
  * (both 0), or out of memory (-1). */
@@ -186,9 +187,12 @@ int tool_grant_parse(const char *item, struct tool_grant *g)
 			goto oom;
 		size_t pl = strlen(g->pattern);
 		if (pl >= 2 && strcmp(g->pattern + pl - 2, ":*") == 0)
-			g->pattern[pl - 2] = '\0';
+			pl -= 2;
 		else if (pl >= 1 && g->pattern[pl - 1] == '*')
-			g->pattern[pl - 1] = '\0';
+			pl--; /* "ls *" and "ls*" read as ls:* (words, D3) */
+		while (pl && isspace((unsigned char)g->pattern[pl - 1]))
+			pl--;
+		g->pattern[pl] = '\0';
 		free(t);
 	} else {
 		g->tool = t; /* a malformed item keeps its text: it matches no tool */
@@ -217,6 +221,34 @@ void tool_decl_free(struct tool_decl *d)
 	memset(d, 0, sizeof *d);
 }
 
+/* What a command pattern in a tools: item gives a sub-agent (mode.h,
+ * R13 with D3), said with the skill: the allow-list resolver warns about
+ * allowed-tools items itself. */
+static int tools_pattern_warn(struct skill *s, const char *item,
+			      const char *pattern)
+{
+	struct strlist words = {0};
+	char *err = NULL;
+	int r = 0;
+	char *q = qs(item);
+	if (!q)
+		return OOM;
+	if (!*pattern)
+		r = warnf(s, "tools: item %s grants nothing: empty command pattern", q);
+	else if (cmdline_split(pattern, &words, &err) < 0)
+		r = err ? warnf(s, "tools: item %s grants nothing: pattern cannot be "
+				"split: %s", q, err) : OOM;
+	else
+		r = warnf(s, "tools: item %s: the pattern is not checked on the "
+			  "sub-agent's calls, so the sub-agent gets the tool only when "
+			  "the run's allow-list limits it to commands within the "
+			  "pattern", q);
+	strlist_free(&words);
+	free(err);
+	free(q);
+	return r;
+}
+
 static int decl_add(struct skill *s, const char *key, struct tool_decl *d,
 		    const char *item)
 {
@@ -241,6 +273,8 @@ static int decl_add(struct skill *s, const char *key, struct tool_decl *d,
 		free(q);
 		return r;
 	}
+	if (g.pattern && strcmp(key, "tools") == 0)
+		return tools_pattern_warn(s, item, g.pattern);
 	return 0;
 }
 
@@ -419,19 +453,19 @@ static int yadd(struct yload *y, size_t line, json_t *v)
 			return yfail(y, line, "a mapping key must be a plain value, "
 				     "not a list or a mapping");
 		}
+		/* A duplicate key is refused as soon as it is seen, at its own
+		 * line: its value must never replace (or widen) the first. */
+		if (json_object_get(f->c, json_string_value(v))) {
+			char *q = qs(json_string_value(v));
+			json_decref(v);
+			int r = q ? yfail(y, line, "duplicate key %s: a key may appear "
+					  "only once in a mapping", q) : OOM;
+			free(q);
+			return r;
+		}
 		f->key = strdup(json_string_value(v));
 		json_decref(v);
 		return f->key ? 0 : OOM;
-	}
-	if (json_object_get(f->c, f->key)) {
-		char *q = qs(f->key);
-		int r = q ? warnf(y->s, "front-matter line %zu: duplicate key %s; "
-				  "the last value is used", y->line0 + line, q) : OOM;
-		free(q);
-		if (r) {
-			json_decref(v);
-			return r;
-		}
 	}
 	int r = json_object_set_new(f->c, f->key, v);
 	free(f->key);

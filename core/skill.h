@@ -36,9 +36,11 @@ struct skill_limits {
 enum skill_category { SKILL_ACTION = 0, SKILL_KNOWLEDGE = 1 };
 
 /* One item of an allowed-tools (or tools) declaration. Parentheses always
- * restrict: "Bash(*)" and "Bash()" give pattern "" (commands without shell
- * control characters), never NULL. A malformed item such as "Bash(git"
- * keeps its whole text as tool, so it matches no registered tool. */
+ * restrict: "Bash(*)", "Bash(:*)" and "Bash()" give pattern "", never NULL,
+ * and an empty pattern grants nothing (D3). A trailing ":*" or "*" and the
+ * blanks before it are dropped ("Bash(ls *)" gives "ls"). A malformed item
+ * such as "Bash(git" keeps its whole text as tool, so it matches no
+ * registered tool. */
 struct tool_grant {
 	char *tool;    /* lower-cased tool name, e.g. "bash" */
 	char *pattern; /* "git diff" for Bash(git diff:*), or NULL = unrestricted */
@@ -107,8 +109,12 @@ struct skill {
  * no usable front-matter name and for the mismatch warning); dir may be
  * NULL. lim may be NULL (defaults). Never fails on bad input; returns NULL
  * only when out of memory. The returned skill has refs == 1 and no
- * directory sub-skills. An invalid skill (D1) is named after dir_name and
- * has body "", frontmatter NULL and no front-matter fields; bytes over
+ * directory sub-skills. A front-matter holding a key twice in one mapping
+ * (at the top or nested, such as in metadata) is invalid, its error naming
+ * the key and the line of its second occurrence; allowed-tools beside
+ * allowed_tools is not a duplicate (allowed-tools is used). An invalid
+ * skill (D1) is named after dir_name and has body "", frontmatter NULL and
+ * no front-matter fields; bytes over
  * file_max are not copied (raw NULL). A front-matter name that is empty,
  * over 64 bytes, "." or "..", or holds '/' or a control character is not
  * used (warning); other rule breaks keep the name with a warning. A skill

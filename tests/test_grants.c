@@ -465,6 +465,27 @@ static void test_D1_invalid_attached_skill_alone_gives_no_tools(void **st)
 	fx_free(&f);
 }
 
+/* D1, D3: a second allowed-tools key never widens the first: the
+ * front-matter is invalid and declares []. */
+static void test_D1_duplicate_allowed_tools_gives_no_tools(void **st)
+{
+	(void)st;
+	struct sk sks[] = { { "dup", "allowed-tools: []\nallowed-tools: [bash]\n", TRUST_FIRST_PARTY, false, false },
+			    { "plain", NULL, TRUST_FIRST_PARTY, false, false } };
+	struct fx f;
+	fx_init(&f, sks, 2);
+	fx_attach(&f, "dup", true);
+	fx_attach(&f, "plain", true);
+	struct resolution *r = fx_resolve(&f, NULL, 0);
+	assert_int_equal(item(r, 0)->state, EFF_INVALID);
+	assert_int_equal(r->grants.policy, GRANTS_LIST);
+	assert_int_equal(r->grants.n, 0);
+	assert_false(grants_permits(&r->grants, "bash", "ls"));
+	assert_true(has_warning(&r->grants.warnings, "skill 'dup' is invalid"));
+	resolution_free(r);
+	fx_free(&f);
+}
+
 static void test_D1_invalid_skill_never_widens_even_if_struct_lists_tools(void **st)
 {
 	(void)st;
@@ -573,6 +594,153 @@ static void test_D3_pattern_on_read_grants_nothing(void **st)
 	assert_string_equal(file(r, "allowed-tools"), "terminal(ls:*)\n");
 	assert_true(has_warning(&r->grants.warnings, "'Read(src:*)' grants nothing"));
 	assert_int_equal(r->grants.ndropped, 1);
+	resolution_free(r);
+	fx_free(&f);
+}
+
+/* D3: a pattern admits commands whose words begin with its words, split
+ * without a shell; characters are never compared as a string prefix. */
+static void test_D3_pattern_matches_words_not_characters(void **st)
+{
+	(void)st;
+	struct sk sks[] = { { "diff", "allowed-tools: [\"Bash(git diff:*)\"]\n", TRUST_FIRST_PARTY, false, false } };
+	struct fx f;
+	fx_init(&f, sks, 1);
+	fx_attach(&f, "diff", true);
+	struct resolution *r = fx_resolve(&f, NULL, 0);
+	const struct grants *g = &r->grants;
+	/* the attack: a longer first word runs any program */
+	assert_false(grants_permits(g, "bash", "git difftool -y -x 'CMD' --no-index a b"));
+	assert_false(grants_permits(g, "bash", "git difftool"));
+	assert_false(grants_permits(g, "bash", "git diff-tree HEAD"));
+	assert_false(grants_permits(g, "bash", "git diffx"));
+	/* admitted: the words, then anything (quoted as needed) */
+	assert_true(grants_permits(g, "bash", "git diff"));
+	assert_true(grants_permits(g, "bash", "git diff --stat"));
+	assert_true(grants_permits(g, "bash", "git diff \"a b\""));
+	assert_true(grants_permits(g, "bash", "git diff 'a b'"));
+	assert_true(grants_permits(g, "bash", "  git\tdiff   --stat "));
+	assert_true(grants_permits(g, "bash", "'git' \"diff\" x"));
+	assert_true(grants_permits(g, "bash", "git diff 'HEAD~1' '*.c' \"a;b\""));
+	/* a quoted blank makes one word: "git diff" is not git diff */
+	assert_false(grants_permits(g, "bash", "'git diff'"));
+	assert_false(grants_permits(g, "bash", "git diff\\ x"));
+	assert_false(grants_permits(g, "bash", "git"));
+	assert_false(grants_permits(g, "bash", "GIT DIFF"));
+	/* shell syntax is refused, not passed to a shell */
+	assert_false(grants_permits(g, "bash", "git diff $(id)"));
+	assert_false(grants_permits(g, "bash", "git diff `id`"));
+	/* a shell would expand these inside double quotes: refused there too */
+	assert_false(grants_permits(g, "bash", "git diff \"$(id)\""));
+	assert_false(grants_permits(g, "bash", "git diff \"`id`\""));
+	assert_true(grants_permits(g, "bash", "git diff \"\\$(id)\" '$(id)'"));
+	assert_false(grants_permits(g, "bash", "git diff; id"));
+	assert_false(grants_permits(g, "bash", "git diff;id"));
+	assert_false(grants_permits(g, "bash", "git diff && id"));
+	assert_false(grants_permits(g, "bash", "git diff\nid"));
+	assert_false(grants_permits(g, "bash", "git diff 'a\nb'"));
+	assert_false(grants_permits(g, "bash", "git diff *.c"));
+	assert_false(grants_permits(g, "bash", "git diff > out"));
+	assert_false(grants_permits(g, "bash", "git diff $HOME"));
+	assert_false(grants_permits(g, "bash", "git diff 'unterminated"));
+	assert_false(grants_permits(g, "bash", ""));
+	assert_false(grants_permits(g, "bash", NULL));
+	resolution_free(r);
+	fx_free(&f);
+
+	/* the same rule outside a resolution */
+	assert_true(grants_pattern_matches("git diff", "git diff --stat"));
+	assert_false(grants_pattern_matches("git diff", "git difftool"));
+	assert_true(grants_pattern_matches("git  diff ", "git diff"));
+	assert_false(grants_pattern_matches("", "ls"));
+	assert_false(grants_pattern_matches(" ", "ls"));
+	assert_false(grants_pattern_matches("git diff |", "git diff"));
+	assert_false(grants_pattern_matches(NULL, "ls"));
+	assert_false(grants_pattern_matches("ls", NULL));
+	assert_false(grants_permits(NULL, "bash", "ls"));
+}
+
+/* D3: Bash(), Bash(:*), Bash(*) and blanks grant nothing, with a warning,
+ * however the item is written; they never mean "any command". */
+static void test_D3_empty_pattern_grants_nothing(void **st)
+{
+	(void)st;
+	const char *items[] = { "Bash()", "Bash(:*)", "Bash(*)", "Bash( )", "Bash( :* )",
+				"bash(\t)", "Terminal()", "Terminal(*)" };
+	for (size_t i = 0; i < sizeof items / sizeof *items; i++) {
+		char fm[128], want[160];
+		snprintf(fm, sizeof fm, "allowed-tools: [\"%s\"]\n", items[i]);
+		struct sk sks[] = { { "e", fm, TRUST_FIRST_PARTY, false, false } };
+		struct fx f;
+		fx_init(&f, sks, 1);
+		fx_attach(&f, "e", true);
+		struct resolution *r = fx_resolve(&f, NULL, 0);
+		/* the skill declares: the policy is a list, and it is empty */
+		assert_int_equal(r->grants.policy, GRANTS_LIST);
+		assert_int_equal(r->grants.n, 0);
+		assert_false(grants_permits(&r->grants, "bash", "rm -rf x"));
+		assert_false(grants_permits(&r->grants, "terminal", "ls"));
+		assert_false(grants_has(&r->grants, "bash"));
+		assert_string_equal(file(r, "allowed-tools"), "");
+		assert_int_equal(r->grants.ndropped, 1);
+		assert_string_equal(r->grants.dropped[0].skill, "e");
+		assert_string_equal(r->grants.dropped[0].item, items[i]);
+		assert_string_equal(r->grants.dropped[0].reason, "empty command pattern");
+		snprintf(want, sizeof want,
+			 "skill 'e': allowed-tools item '%s' grants nothing: empty command pattern",
+			 items[i]);
+		if (!has_warning(&r->grants.warnings, want))
+			fail_msg("no warning '%s'", want);
+		resolution_free(r);
+		fx_free(&f);
+	}
+}
+
+static void test_D3_unsplittable_pattern_grants_nothing(void **st)
+{
+	(void)st;
+	struct sk sks[] = { { "u", "allowed-tools: [\"Bash(git diff | sh:*)\", \"Bash(ls *)\", \"Bash(echo 'x:*)\", \"Bash(make:*)\"]\n",
+			      TRUST_FIRST_PARTY, false, false } };
+	struct fx f;
+	fx_init(&f, sks, 1);
+	fx_attach(&f, "u", true);
+	struct resolution *r = fx_resolve(&f, NULL, 0);
+	assert_string_equal(file(r, "allowed-tools"), "bash(ls:*)\nbash(make:*)\n");
+	assert_int_equal(r->grants.ndropped, 2);
+	assert_true(has_warning(&r->grants.warnings,
+				"skill 'u': allowed-tools item 'Bash(git diff | sh:*)' grants nothing: "
+				"pattern cannot be split: contains shell syntax '|'"));
+	assert_true(has_warning(&r->grants.warnings,
+				"skill 'u': allowed-tools item 'Bash(echo 'x:*)' grants nothing: "
+				"pattern cannot be split: unterminated single quote"));
+	assert_non_null(strstr(r->grants.dropped[0].reason, "pattern cannot be split"));
+	/* "Bash(ls *)" is the Claude form of Bash(ls:*) */
+	assert_true(grants_permits(&r->grants, "bash", "ls -l"));
+	assert_true(grants_permits(&r->grants, "bash", "make test"));
+	assert_false(grants_permits(&r->grants, "bash", "git diff"));
+	resolution_free(r);
+	fx_free(&f);
+}
+
+/* D3: an empty pattern beside a real grant changes nothing either way. */
+static void test_D3_empty_pattern_beside_other_grants(void **st)
+{
+	(void)st;
+	struct sk sks[] = { { "a", "allowed-tools: [\"Bash()\", \"Bash(git log:*)\"]\n", TRUST_FIRST_PARTY, false, false },
+			    { "b", "allowed-tools: [\"Bash(*)\", Bash]\n", TRUST_FIRST_PARTY, false, false } };
+	struct fx f;
+	fx_init(&f, sks, 2);
+	fx_attach(&f, "a", true);
+	struct resolution *r = fx_resolve(&f, NULL, 0);
+	assert_string_equal(file(r, "allowed-tools"), "bash(git log:*)\n");
+	assert_false(grants_permits(&r->grants, "bash", "ls"));
+	resolution_free(r);
+	/* granted with and without a pattern: unrestricted */
+	fx_attach(&f, "b", true);
+	r = fx_resolve(&f, NULL, 0);
+	assert_string_equal(file(r, "allowed-tools"), "bash\n");
+	assert_true(grants_permits(&r->grants, "bash", "ls | wc -l"));
+	assert_int_equal(r->grants.ndropped, 2);
 	resolution_free(r);
 	fx_free(&f);
 }
@@ -780,6 +948,59 @@ static void test_R7_prefix_patterns_intersect_to_longer(void **st)
 	grants_free(&out);
 	grants_free(&s);
 	grants_free(&n);
+}
+
+/* R7: patterns intersect word by word, never as character prefixes. */
+static void test_R7_patterns_intersect_word_wise(void **st)
+{
+	(void)st;
+	struct grants s, n, out;
+	const char *sp[] = { "git diff" }, *np[] = { "git difftool" };
+	one_tool(&s, "bash", sp, 1);
+	one_tool(&n, "bash", np, 1);
+	assert_int_equal(grants_intersect(&s, &n, &out), 0);
+	assert_int_equal(out.n, 0);
+	assert_false(grants_permits(&out, "bash", "git difftool -x id"));
+	grants_free(&out);
+	assert_int_equal(grants_intersect(&n, &s, &out), 0);
+	assert_int_equal(out.n, 0);
+	grants_free(&out);
+	grants_free(&s);
+	grants_free(&n);
+
+	/* blanks and quoting do not matter, words do */
+	const char *sp2[] = { "git  diff" }, *np2[] = { "'git' diff --stat", "ls" };
+	one_tool(&s, "bash", sp2, 1);
+	one_tool(&n, "bash", np2, 2);
+	assert_int_equal(grants_intersect(&s, &n, &out), 0);
+	assert_int_equal(out.n, 1);
+	assert_int_equal(out.tools[0].patterns.n, 1);
+	assert_string_equal(out.tools[0].patterns.items[0], "'git' diff --stat");
+	assert_true(grants_permits(&out, "bash", "git diff --stat x"));
+	assert_false(grants_permits(&out, "bash", "git diff"));
+	grants_free(&out);
+	grants_free(&s);
+	grants_free(&n);
+
+	/* a stored empty or unsplittable pattern meets nothing */
+	const char *ep[] = { "", "git diff;id" }, *gp[] = { "git" };
+	one_tool(&s, "bash", ep, 2);
+	one_tool(&n, "bash", gp, 1);
+	assert_int_equal(grants_intersect(&s, &n, &out), 0);
+	assert_int_equal(out.n, 0);
+	assert_true(has_warning(&out.warnings, "tool 'bash' removed"));
+	grants_free(&out);
+	assert_false(grants_permits(&s, "bash", "ls"));
+	assert_false(grants_permits(&s, "bash", "git diff"));
+	grants_free(&s);
+	grants_free(&n);
+
+	assert_true(grants_pattern_covers("git", "git diff"));
+	assert_true(grants_pattern_covers("git diff", "git diff"));
+	assert_false(grants_pattern_covers("git diff", "git"));
+	assert_false(grants_pattern_covers("git diff", "git difftool"));
+	assert_false(grants_pattern_covers("", "git"));
+	assert_false(grants_pattern_covers("git", ""));
 }
 
 /* ---- JSON ---- */
@@ -991,6 +1212,78 @@ static void test_D5_subagent_tools_within_allow_list(void **st)
 	strlist_free(&reg);
 }
 
+/* R13 with D3: a command pattern in tools: never gives a sub-agent more
+ * than its text says; an empty one gives nothing. */
+static void test_D3_subagent_tools_patterns_never_widen(void **st)
+{
+	(void)st;
+	struct strlist reg = { 0 }, out = { 0 };
+	for (size_t i = 0; i < NALL; i++)
+		assert_int_equal(strlist_add(&reg, all_tools[i]), 0);
+	char l[256];
+	/* empty patterns: nothing, whatever the run allows */
+	struct skill *s = mk("tools: [\"Bash()\", \"Bash(*)\", \"Bash(:*)\", read]\n");
+	assert_true(has_warning(&s->warnings, "tools: item 'Bash()' grants nothing: empty command pattern"));
+	assert_int_equal(mode_subagent_tools(s, &reg, true, NULL, &out), 0);
+	join(&out, l, sizeof l);
+	assert_string_equal(l, "read ");
+	strlist_free(&out);
+	struct grants all;
+	assert_int_equal(grants_resolve(&reg, NULL, 0, &all), 0);
+	assert_int_equal(all.policy, GRANTS_ALL);
+	assert_int_equal(mode_subagent_tools(s, &reg, true, &all, &out), 0);
+	join(&out, l, sizeof l);
+	assert_string_equal(l, "read ");
+	strlist_free(&out);
+	skill_unref(s);
+
+	/* a real pattern: not with every command allowed (it would widen) */
+	s = mk("tools: [\"Bash(git diff:*)\", \"Read(src:*)\"]\n");
+	assert_true(has_warning(&s->warnings, "the pattern is not checked on the sub-agent's calls"));
+	assert_int_equal(mode_subagent_tools(s, &reg, true, NULL, &out), 0);
+	assert_int_equal(out.n, 0);
+	assert_int_equal(mode_subagent_tools(s, &reg, true, &all, &out), 0);
+	assert_int_equal(out.n, 0);
+	/* nor when the run allows commands beyond it */
+	struct sk wide_sk = { "w", "allowed-tools: [\"Bash(git:*)\", read]\n", TRUST_FIRST_PARTY, false, false };
+	struct skill *ws = parse_skill(&wide_sk);
+	const struct skill *wide[] = { ws };
+	struct grants allow;
+	assert_int_equal(grants_resolve(&reg, wide, 1, &allow), 0);
+	assert_int_equal(mode_subagent_tools(s, &reg, true, &allow, &out), 0);
+	assert_int_equal(out.n, 0);
+	grants_free(&allow);
+	skill_unref(ws);
+	/* but when every command the run allows lies within it */
+	struct sk narrow_sk = { "n", "allowed-tools: [\"Bash(git diff --stat:*)\", \"Bash(git diff:*)\", read]\n", TRUST_FIRST_PARTY, false, false };
+	struct skill *ns = parse_skill(&narrow_sk);
+	const struct skill *narrow[] = { ns };
+	assert_int_equal(grants_resolve(&reg, narrow, 1, &allow), 0);
+	assert_int_equal(mode_subagent_tools(s, &reg, true, &allow, &out), 0);
+	join(&out, l, sizeof l);
+	assert_string_equal(l, "bash ");
+	strlist_free(&out);
+	grants_free(&allow);
+	skill_unref(ns);
+	skill_unref(s);
+
+	/* a pattern that cannot be split gives nothing; an unpatterned item
+	 * beside a pattern gives the tool */
+	s = mk("tools: [\"Bash(git diff | sh:*)\"]\n");
+	assert_true(has_warning(&s->warnings, "grants nothing: pattern cannot be split: contains shell syntax '|'"));
+	assert_int_equal(mode_subagent_tools(s, &reg, true, NULL, &out), 0);
+	assert_int_equal(out.n, 0);
+	skill_unref(s);
+	s = mk("tools: [\"Bash(ls:*)\", Bash]\n");
+	assert_int_equal(mode_subagent_tools(s, &reg, true, NULL, &out), 0);
+	join(&out, l, sizeof l);
+	assert_string_equal(l, "bash ");
+	strlist_free(&out);
+	skill_unref(s);
+	grants_free(&all);
+	strlist_free(&reg);
+}
+
 static void test_R10_mode_render(void **st)
 {
 	(void)st;
@@ -1075,10 +1368,15 @@ int main(void)
 		cmocka_unit_test(test_R1_attach_all_in_name_order),
 		cmocka_unit_test(test_D1_invalid_attached_skill_alone_gives_no_tools),
 		cmocka_unit_test(test_D1_invalid_skill_never_widens_even_if_struct_lists_tools),
+		cmocka_unit_test(test_D1_duplicate_allowed_tools_gives_no_tools),
 		cmocka_unit_test(test_D3_string_form_read_write),
 		cmocka_unit_test(test_D3_bash_pattern_grant),
 		cmocka_unit_test(test_D3_patterned_and_unpatterned_is_unrestricted),
 		cmocka_unit_test(test_D3_pattern_on_read_grants_nothing),
+		cmocka_unit_test(test_D3_pattern_matches_words_not_characters),
+		cmocka_unit_test(test_D3_empty_pattern_grants_nothing),
+		cmocka_unit_test(test_D3_unsplittable_pattern_grants_nothing),
+		cmocka_unit_test(test_D3_empty_pattern_beside_other_grants),
 		cmocka_unit_test(test_D4_run_skill_is_a_tool_like_the_others),
 		cmocka_unit_test(test_R7_tool_removed_while_waiting),
 		cmocka_unit_test(test_R7_skill_disabled_while_waiting),
@@ -1086,6 +1384,7 @@ int main(void)
 		cmocka_unit_test(test_R8_no_stored_list_uses_now),
 		cmocka_unit_test(test_R7_patterned_now_narrows_unrestricted_stored),
 		cmocka_unit_test(test_R7_prefix_patterns_intersect_to_longer),
+		cmocka_unit_test(test_R7_patterns_intersect_word_wise),
 		cmocka_unit_test(test_R6_grants_json_round_trip),
 		cmocka_unit_test(test_R6_malformed_stored_json_is_an_error),
 		cmocka_unit_test(test_R10_sub_skills_beat_inline_true_with_warning),
@@ -1095,6 +1394,7 @@ int main(void)
 		cmocka_unit_test(test_R13_default_subagent_tools),
 		cmocka_unit_test(test_R13_never_run_skill_terminal_learn_skill),
 		cmocka_unit_test(test_D5_subagent_tools_within_allow_list),
+		cmocka_unit_test(test_D3_subagent_tools_patterns_never_widen),
 		cmocka_unit_test(test_check_counts_orphaned_and_invalid_attached),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);

@@ -875,13 +875,58 @@ static void test_wrong_type_on_string_key_warns(void **st)
 	skill_unref(s);
 }
 
-static void test_duplicate_key_warns(void **st)
+/* D1: a key given twice in a mapping makes the front-matter invalid (it
+ * used to warn and keep the last value, so a second allowed-tools could
+ * widen the first). */
+static void test_D1_duplicate_key_is_invalid(void **st)
 {
 	(void)st;
 	struct skill *s = parse("d", "---\nname: d\ndescription: one\ndescription: two\n---\nb\n");
+	assert_invalid(s, "front-matter line 4: duplicate key 'description'");
+	assert_string_equal(s->name, "d");
+	skill_unref(s);
+
+	/* the second value would widen the grant: the skill declares [] */
+	s = parse("d", "---\nname: d\ndescription: d\nallowed-tools: []\n"
+		  "allowed-tools: [bash]\n---\nb\n");
+	assert_invalid(s, "line 5: duplicate key 'allowed-tools'");
+	skill_unref(s);
+	s = parse("d", "---\nname: d\ndescription: d\nallowed-tools: [read]\n"
+		  "tools: [read]\nallowed-tools: Bash\n---\nb\n");
+	assert_invalid(s, "line 6: duplicate key 'allowed-tools'");
+	assert_int_equal(s->tools.n, 0);
+	skill_unref(s);
+
+	/* however the key is written */
+	s = parse("d", "---\nname: d\ndescription: d\n\"allowed-tools\": []\n"
+		  "'allowed-tools': [bash]\n---\nb\n");
+	assert_invalid(s, "line 5: duplicate key 'allowed-tools'");
+	skill_unref(s);
+	s = parse("d", "---\n{name: d, description: d, allowed-tools: [], allowed-tools: [bash]}\n---\nb\n");
+	assert_invalid(s, "duplicate key 'allowed-tools'");
+	skill_unref(s);
+
+	/* nested mappings too, in a mapping or in a list */
+	s = parse("d", "---\nname: d\ndescription: d\nmetadata:\n  owner: a\n  owner: b\n---\nb\n");
+	assert_invalid(s, "line 6: duplicate key 'owner'");
+	skill_unref(s);
+	s = parse("d", "---\nname: d\ndescription: d\narguments:\n  - {n: 1, n: 2}\n---\nb\n");
+	assert_invalid(s, "line 5: duplicate key 'n'");
+	skill_unref(s);
+
+	/* the same key in two different mappings is no duplicate */
+	s = parse("d", "---\nname: d\ndescription: d\nmetadata:\n  name: x\n"
+		  "  sub: {name: y}\n---\nb\n");
 	assert_true(s->valid);
-	assert_string_equal(s->description, "two");
-	assert_true(has_warning(s, "line 4: duplicate key 'description'"));
+	assert_string_equal(s->name, "d");
+	skill_unref(s);
+
+	/* allowed-tools beside allowed_tools is not a duplicate (D3) */
+	s = parse("d", "---\nname: d\ndescription: d\nallowed-tools: [read]\n"
+		  "allowed_tools: [bash]\n---\nb\n");
+	assert_true(s->valid);
+	assert_int_equal(s->allowed_tools.n, 1);
+	assert_grant(&s->allowed_tools, 0, "read", NULL);
 	skill_unref(s);
 }
 
@@ -1224,7 +1269,7 @@ int main(void)
 		cmocka_unit_test(test_sub_skills_list_deduped),
 		cmocka_unit_test(test_unknown_keys_kept_and_values_typed),
 		cmocka_unit_test(test_wrong_type_on_string_key_warns),
-		cmocka_unit_test(test_duplicate_key_warns),
+		cmocka_unit_test(test_D1_duplicate_key_is_invalid),
 		cmocka_unit_test(test_skill_to_json_has_every_field),
 		cmocka_unit_test(test_refcount),
 		cmocka_unit_test(test_load_directory_sub_skills),
