@@ -54,6 +54,7 @@ struct chat {
 	const char *id;
 	bool is_main;
 	const char *skill;    /* a sub-agent's skill; NULL for the main chat */
+	const struct catalog_entry *entry; /* the same skill's entry */
 	struct strlist tools; /* the tools of this chat (lower-case) */
 	json_t *schemas;      /* what the model is offered; NULL: nothing (R3) */
 	char *schemas_text;   /* the same as JSON text, or NULL: encoded per call */
@@ -338,25 +339,63 @@ static int chat_load(struct chat *c)
 
 /* ---- skills -------------------------------------------------------------- */
 
-/* The catalogue entry of a skill that may run, or NULL with *why set to a
- * malloc'd reason (NULL on ENOMEM: then *nomem). */
-static const struct catalog_entry *usable_skill(const struct agent *a,
-						const char *name, char **why)
+/* The sub-skill name of the skill whose entry is pe, or NULL: a directory
+ * sub-skill (which has no catalogue entry: *scratch is made its entry, with
+ * the parent's source and trust) or one its sub-skills: list names. */
+static const struct catalog_entry *sub_skill(const struct agent *a,
+					     const struct catalog_entry *pe,
+					     const char *name,
+					     struct catalog_entry *scratch)
 {
-	const struct catalog_entry *e = catalog_find(a->env->catalog, name);
-	*why = NULL;
-	if (!e || !e->skill)
-		*why = model_strdupf("no skill named '%s'", name);
-	else if (!e->skill->valid)
-		*why = model_strdupf("skill '%s' is invalid: %s", name,
-				     e->skill->error ? e->skill->error : "parse error");
-	else if (e->disabled)
-		*why = model_strdupf("skill '%s' is disabled", name);
-	else if (e->trust < a->env->config->min_trust)
-		*why = model_strdupf("skill '%s' is below the trust floor %s",
-				     name, trust_name(a->env->config->min_trust));
-	else
+	const struct catalog *cat = a->env->catalog;
+	for (size_t i = 0; pe && pe->skill && i < pe->skill->nsubs; i++) {
+		struct skill *sub = pe->skill->subs[i];
+		if (sub && str_eq(sub->name, name)) {
+			*scratch = (struct catalog_entry){
+				.skill = sub, .source = pe->source, .trust = pe->trust,
+				.disabled = config_skill_disabled(a->env->config, name) };
+			return scratch;
+		}
+	}
+	for (size_t i = 0; pe && i < pe->nref_subs; i++)
+		if (pe->ref_subs[i] < cat->n && cat->entries[pe->ref_subs[i]].skill &&
+		    str_eq(cat->entries[pe->ref_subs[i]].skill->name, name))
+			return &cat->entries[pe->ref_subs[i]];
+	return NULL;
+}
+
+/* The skill name as chat c may run it (run_skill, /skill:run:), or NULL
+ * with *why set to a malloc'd reason (NULL on ENOMEM). It may run a skill
+ * effective in the run's resolution (its configuration's attachments and
+ * forced skills, R1) that is no skill's sub-skill, and, inside the
+ * sub-agent of a skill, that skill's own sub-skills. Whatever else the
+ * name is (unknown, not attached, attached disabled, below the trust
+ * floor, invalid, another skill's sub-skill) gets the answer an unknown
+ * name gets, so the model learns nothing of skills it may not see. A
+ * directory sub-skill's entry is *scratch (see sub_skill). */
+static const struct catalog_entry *reachable_skill(const struct chat *c,
+						   const char *name,
+						   struct catalog_entry *scratch,
+						   char **why)
+{
+	const struct agent *a = c->a;
+	const struct catalog *cat = a->env->catalog;
+	const struct effective *eff = &a->env->res->eff;
+	const struct catalog_entry *e = c->is_main ? NULL
+				       : sub_skill(a, c->entry, name, scratch);
+	for (size_t i = 0; !e && i < eff->neff; i++) {
+		const struct catalog_entry *x = eff->eff[i] < cat->n ? &cat->entries[eff->eff[i]]
+								    : NULL;
+		if (x && x->skill && str_eq(x->skill->name, name) && !x->is_referenced_sub)
+			e = x;
+	}
+	/* The catalogue's own rules again (R1), should the lists disagree. */
+	if (e && e->skill && e->skill->valid && !e->disabled &&
+	    e->trust >= a->env->config->min_trust) {
+		*why = NULL;
 		return e;
+	}
+	*why = model_strdupf("no skill named '%s'", name);
 	return NULL;
 }
 
@@ -512,7 +551,7 @@ static int run_subagent(struct agent *a, const char *parent, json_int_t parent_s
 		rc = *result ? STEP_OK : oom(a);
 		goto out;
 	}
-	struct chat sc = {.a = a, .id = chat_id, .skill = name};
+	struct chat sc = {.a = a, .id = chat_id, .skill = name, .entry = e};
 	rc = mode_subagent_tools(e->skill, &a->env->config->registered_tools,
 				 a->env->have_python, a->env->allow, &sc.tools) < 0
 		     ? oom(a) : STEP_OK;
@@ -772,7 +811,8 @@ static int call_run_skill(struct chat *c, json_int_t msg_seq, const char *call_i
 	if (!ok)
 		return oom(a);
 	char *why;
-	const struct catalog_entry *e = usable_skill(a, name, &why);
+	struct catalog_entry scratch;
+	const struct catalog_entry *e = reachable_skill(c, name, &scratch, &why);
 	int rc;
 	if (!e) {
 		rc = why ? result_set(a, r, true, "run_skill: %s", why) : oom(a);
@@ -1098,9 +1138,10 @@ static int first_user_message(struct chat *c, const char *prompt, char **user)
 		goto out;
 	}
 	const struct catalog_entry *e = NULL;
+	struct catalog_entry scratch;
 	if (!*name)
 		c->error = strdup("/skill:run: names no skill");
-	else if (!(e = usable_skill(a, name, &why)))
+	else if (!(e = reachable_skill(c, name, &scratch, &why)))
 		c->error = why ? model_strdupf("/skill:run:%s: %s", name, why) : NULL;
 	else if (!e->skill->user_invocable)
 		c->error = model_strdupf("/skill:run:%s: skill '%s' cannot be run by "

@@ -97,6 +97,16 @@ enum agent_outcome {
  * commits the tool's result. Tools needing approval, and ask_user, are
  * refused with an error result inside a sub-agent.
  *
+ * Skills: run_skill and a /skill:run: prompt reach only the skills
+ * effective in env->res (the run's configuration and forced skills, R1)
+ * that are no skill's sub-skill, and, from inside the sub-agent of a
+ * skill, that skill's own sub-skills (its skills/<sub> directories and its
+ * sub-skills: list). Any other name (not attached, attached with enabled:
+ * false, below the trust floor, invalid, another skill's sub-skill) gets
+ * exactly what an unknown name gets: "run_skill: no skill named '<name>'"
+ * as the call's error result, "/skill:run:<name>: no skill named
+ * '<name>'" as the run's error.
+ *
  * Chats: the main chat (row.chat_id, AGENT_MAIN_CHAT when unset) has no
  * chat row; each sub-agent has one (parent = the calling chat, skill =
  * its skill) and is announced by an event "subagent_started" {"chat_id",

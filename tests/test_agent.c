@@ -202,16 +202,14 @@ static void add_skill(struct fx *f, const char *dir, const char *text)
 	write_file(p, text);
 }
 
-/* Loads config (the no-config default over the skills dir), catalogue and
- * the resolution of configuration "default"; fills the agent env. */
-static void load(struct fx *f)
+/* Loads the catalogue of f->cfg and the resolution of configuration
+ * "default" with the forced skills; fills the agent env. */
+static void load_forced(struct fx *f, const char *const *forced, size_t nforced)
 {
-	const char *dirs[] = {f->skills};
-	f->cfg = config_default(dirs, 1);
-	assert_non_null(f->cfg);
 	f->cat = catalog_build(f->cfg, NULL, NULL, NULL);
 	assert_non_null(f->cat);
-	f->res = resolution_build(f->cfg, f->cat, config_find(f->cfg, "default"), NULL, 0);
+	f->res = resolution_build(f->cfg, f->cat, config_find(f->cfg, "default"), forced,
+				  nforced);
 	assert_non_null(f->res);
 	f->env = (struct agent_env){
 		.store = f->st,
@@ -229,6 +227,30 @@ static void load(struct fx *f)
 		.progress = fx_progress,
 		.progress_arg = &f->progress,
 	};
+}
+
+/* load_forced with config (the no-config default over the skills dir:
+ * every skill attached) and no forced skills. */
+static void load(struct fx *f)
+{
+	const char *dirs[] = {f->skills};
+	f->cfg = config_default(dirs, 1);
+	assert_non_null(f->cfg);
+	load_forced(f, NULL, 0);
+}
+
+/* load_forced with a config file: the skills dir as a first_party source,
+ * then yaml (configurations etc.). */
+static void load_yaml(struct fx *f, const char *yaml, const char *const *forced,
+		      size_t nforced)
+{
+	char text[4096];
+	char *err = NULL;
+	snprintf(text, sizeof text, "sources:\n  - path: skills\n    trust: first_party\n%s",
+		 yaml);
+	assert_int_equal(config_parse(text, strlen(text), "config.yaml", f->tmp, &f->cfg,
+				      &err), 0);
+	load_forced(f, forced, nforced);
 }
 
 static void script(struct fx *f, json_t *entry)
@@ -1252,6 +1274,112 @@ static void test_failed_run_shows_in_transcript(void **state)
 	buf_free(&b);
 }
 
+/* ---- confinement: which skills run_skill and /skill:run: reach ----------- */
+
+/* Skills for the reachability tests: attached, attached disabled, not
+ * attached, a parent with a directory sub-skill and a sub-skills: list
+ * naming an attached skill. */
+static void add_confinement_skills(struct fx *f)
+{
+	add_skill(f, "shown", "---\nname: shown\ndescription: d\ninline: true\n---\n"
+			      "Shown body $ARGUMENTS.\n");
+	add_skill(f, "off", "---\nname: off\ndescription: d\ninline: true\n---\nOff body.\n");
+	add_skill(f, "stray", "---\nname: stray\ndescription: d\ninline: true\n---\n"
+			      "Stray body.\n");
+	add_skill(f, "kid", "---\nname: kid\ndescription: d\ninline: true\n---\nKid body.\n");
+	add_skill(f, "parent", "---\nname: parent\ndescription: d\nsub-skills: [kid]\n"
+			       "---\nParent body.\n");
+	add_skill(f, "parent/skills/helper", "---\nname: helper\ndescription: h\n---\n"
+					     "Helper body.\n");
+}
+
+static const char confinement_yaml[] =
+	"configurations:\n"
+	"  default:\n"
+	"    skills:\n"
+	"      - shown\n"
+	"      - {name: off, enabled: false}\n"
+	"      - parent\n"
+	"      - kid\n";
+
+/* Only skills effective in the run's configuration run; a disabled
+ * attachment, a skill not attached, another skill's sub-skill (directory or
+ * sub-skills: list, even when attached itself) get exactly the answer an
+ * unknown name gets. */
+static void test_R1_run_skill_reaches_only_effective_skills(void **state)
+{
+	struct fx *f = *state;
+	add_confinement_skills(f);
+	load_yaml(f, confinement_yaml, NULL, 0);
+	const char *names[] = { "shown", "off", "stray", "kid", "helper", "nope" };
+	for (size_t i = 0; i < 6; i++) {
+		char id[8], args[64];
+		snprintf(id, sizeof id, "c%zu", i);
+		snprintf(args, sizeof args, "{\"name\": \"%s\", \"arguments\": \"x\"}", names[i]);
+		script(f, call(id, "run_skill", args));
+	}
+	script(f, say("ok"));
+	start_run(f, "cf1", "try them");
+
+	assert_int_equal(agent_run(&f->env, "cf1"), AGENT_COMPLETED);
+	json_t *m = messages(f, "cf1", AGENT_MAIN_CHAT);
+	assert_int_equal(json_array_size(m), 15);
+	assert_string_equal(msg_field(m, 3, "content"), "Shown body x.\n");
+	for (size_t i = 1; i < 6; i++) {
+		char want[64];
+		snprintf(want, sizeof want, "run_skill: no skill named '%s'", names[i]);
+		assert_string_equal(msg_field(m, 3 + 2 * i, "content"), want);
+	}
+	json_decref(m);
+	assert_int_equal(count_events(f, "cf1", "subagent_started"), 0);
+	struct run_row row = get_row(f, "cf1");
+	assert_string_equal(row.result, "ok");
+	run_row_free(&row);
+}
+
+/* A skill forced on the run is effective, attached or not (R1). */
+static void test_R1_run_skill_reaches_forced_skills(void **state)
+{
+	struct fx *f = *state;
+	add_confinement_skills(f);
+	const char *forced[] = { "stray" };
+	load_yaml(f, confinement_yaml, forced, 1);
+	script(f, call("c1", "run_skill", "{\"name\": \"stray\"}"));
+	script(f, say("ok"));
+	start_run(f, "cf2", "forced");
+	assert_int_equal(agent_run(&f->env, "cf2"), AGENT_COMPLETED);
+	json_t *m = messages(f, "cf2", AGENT_MAIN_CHAT);
+	assert_string_equal(msg_field(m, 3, "content"), "Stray body.\n");
+	json_decref(m);
+}
+
+/* /skill:run: follows the same rule as run_skill. */
+static void test_R15_skill_run_reaches_only_effective_skills(void **state)
+{
+	struct fx *f = *state;
+	add_confinement_skills(f);
+	load_yaml(f, confinement_yaml, NULL, 0);
+	const char *names[] = { "off", "stray", "kid", "helper" };
+	for (size_t i = 0; i < 4; i++) {
+		char id[8], prompt[64], want[96];
+		snprintf(id, sizeof id, "s%zu", i);
+		snprintf(prompt, sizeof prompt, "/skill:run:%s now", names[i]);
+		start_run(f, id, prompt);
+		assert_int_equal(agent_run(&f->env, id), AGENT_FAILED);
+		struct run_row row = get_row(f, id);
+		snprintf(want, sizeof want, "/skill:run:%s: no skill named '%s'", names[i],
+			 names[i]);
+		assert_string_equal(row.error, want);
+		run_row_free(&row);
+	}
+	assert_int_equal(json_array_size(f->script->requests), 0);
+	script(f, say("done"));
+	start_run(f, "s9", "/skill:run:shown now");
+	assert_int_equal(agent_run(&f->env, "s9"), AGENT_COMPLETED);
+	assert_string_equal(msg_field(json_object_get(request(f, 0), "messages"), 1, "content"),
+			    "Shown body now.\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1284,6 +1412,9 @@ int main(void)
 		T(test_sec6_stopping_leaves_run_resumable),
 		T(test_transcript_and_messages_json),
 		T(test_failed_run_shows_in_transcript),
+		T(test_R1_run_skill_reaches_only_effective_skills),
+		T(test_R1_run_skill_reaches_forced_skills),
+		T(test_R15_skill_run_reaches_only_effective_skills),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
