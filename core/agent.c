@@ -1276,7 +1276,8 @@ static int finish(struct agent *a, int step, struct chat *c)
 	if (rc == STEP_BUDGET) {
 		/* reached in the last step, or by the final answer itself */
 		rc = move(a, RUNSTATE_FAILED,
-			  &(struct run_change){.error = budget_exceeded(&a->budget)});
+			  &(struct run_change){.error = budget_exceeded(&a->budget)
+							   ?: "budget exceeded"});
 		out = AGENT_FAILED;
 	}
 	if (rc == STEP_GONE)
