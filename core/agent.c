@@ -19,6 +19,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "budget.h"
 #include "mode.h"
 #include "tools.h"
 
@@ -39,6 +40,8 @@ enum step {
 	STEP_CANCEL,       /* cancellation was requested */
 	STEP_STOP,         /* the daemon is stopping: leave the run as it is */
 	STEP_GONE,         /* the run left state running under us */
+	STEP_BUDGET,       /* a runs.budget was reached: the run fails with
+	                      budget_exceeded(&agent.budget) */
 };
 
 struct agent {
@@ -47,13 +50,16 @@ struct agent {
 	enum runstate from; /* QUEUED until the start is committed, then RUNNING */
 	json_t *usage; /* the run's token usage so far, summed; or NULL */
 	char *err;     /* why STEP_ERR */
+	struct budget budget;
 };
 
 struct chat {
 	struct agent *a;
 	const char *id;
 	bool is_main;
+	int depth;            /* 0 for the main chat, a sub-agent's parent's + 1 */
 	const char *skill;    /* a sub-agent's skill; NULL for the main chat */
+	const struct catalog_entry *entry; /* the same skill's entry */
 	struct strlist tools; /* the tools of this chat (lower-case) */
 	json_t *schemas;      /* what the model is offered; NULL: nothing (R3) */
 	char *schemas_text;   /* the same as JSON text, or NULL: encoded per call */
@@ -91,18 +97,22 @@ static bool is_cancelled(const struct agent *a)
 	return a->env->cancelled && a->env->cancelled(a->env->cancel_arg);
 }
 
-/* STEP_CANCEL or STEP_STOP when the run is to be interrupted (a cancel
- * wins, so it is recorded), else STEP_OK. */
-static int interruption(const struct agent *a)
+/* STEP_CANCEL, STEP_STOP or STEP_BUDGET (runs.budget.seconds) when the run
+ * is to be interrupted (a cancel wins, so it is recorded; a stop leaves
+ * the run as it is, to resume and fail then), else STEP_OK. */
+static int interruption(struct agent *a)
 {
 	if (is_cancelled(a))
 		return STEP_CANCEL;
 	if (a->env->stopping && a->env->stopping(a->env->stopping_arg))
 		return STEP_STOP;
+	if (!budget_check_time(&a->budget))
+		return STEP_BUDGET;
 	return STEP_OK;
 }
 
-/* The poll given to model and tool calls: cancelled or stopping. */
+/* The poll given to model and tool calls (a true answer ends the call and
+ * kills its process): cancelled, stopping or out of time. */
 static bool interrupted(void *arg)
 {
 	return interruption(arg) != STEP_OK;
@@ -226,23 +236,37 @@ static int log_event(struct agent *a, const char *type, json_t *data)
 	return STEP_OK;
 }
 
-/* Applies ch to the run, which must still be running (running -> running,
- * compare and set). */
-/* Moves the run from running to `to` with ch; STEP_GONE when it is no
- * longer running. */
-static int move(struct agent *a, enum runstate to, const struct run_change *ch)
+/* Moves the run from `from` to `to` with ch (compare and set): STEP_GONE
+ * when it is no longer in state from, STEP_BUDGET when the messages of ch
+ * do not fit in runs.budget.stored_bytes (nothing is committed then). */
+static int transition(struct agent *a, enum runstate from, enum runstate to,
+		      const struct run_change *ch)
 {
+	size_t bytes = 0;
+	if (ch && (ch->msg || json_array_size(ch->msgs))) {
+		bytes = store_message_bytes(ch->msg);
+		for (size_t i = 0; i < json_array_size(ch->msgs); i++)
+			bytes += store_message_bytes(json_array_get(ch->msgs, i));
+		if (!budget_check_stored(&a->budget, bytes))
+			return STEP_BUDGET;
+	}
 	char *err = NULL;
-	int rc = store_run_transition(a->env->store, a->run_id, RUNSTATE_RUNNING,
-				      to, ch, &err);
+	int rc = store_run_transition(a->env->store, a->run_id, from, to, ch, &err);
 	if (rc == -EBUSY) {
 		free(err);
 		return STEP_GONE;
 	}
 	if (rc < 0)
 		return fail_err(a, rc, err);
+	budget_count_stored(&a->budget, bytes);
 	progress(a);
 	return STEP_OK;
+}
+
+/* Moves the run from running to `to` with ch, as transition does. */
+static int move(struct agent *a, enum runstate to, const struct run_change *ch)
+{
+	return transition(a, RUNSTATE_RUNNING, to, ch);
 }
 
 static int commit(struct agent *a, const struct run_change *ch)
@@ -258,18 +282,10 @@ static int start(struct agent *a, struct run_change *ch)
 		ch->mode = a->env->start_mode;
 		ch->model = a->env->start_model;
 	}
-	char *err = NULL;
-	int rc = store_run_transition(a->env->store, a->run_id, a->from, RUNSTATE_RUNNING, ch,
-				      &err);
-	if (rc == -EBUSY) {
-		free(err);
-		return STEP_GONE;
-	}
-	if (rc < 0)
-		return fail_err(a, rc, err);
-	a->from = RUNSTATE_RUNNING;
-	progress(a);
-	return STEP_OK;
+	int rc = transition(a, a->from, RUNSTATE_RUNNING, ch);
+	if (rc == STEP_OK)
+		a->from = RUNSTATE_RUNNING;
+	return rc;
 }
 
 
@@ -338,25 +354,63 @@ static int chat_load(struct chat *c)
 
 /* ---- skills -------------------------------------------------------------- */
 
-/* The catalogue entry of a skill that may run, or NULL with *why set to a
- * malloc'd reason (NULL on ENOMEM: then *nomem). */
-static const struct catalog_entry *usable_skill(const struct agent *a,
-						const char *name, char **why)
+/* The sub-skill name of the skill whose entry is pe, or NULL: a directory
+ * sub-skill (which has no catalogue entry: *scratch is made its entry, with
+ * the parent's source and trust) or one its sub-skills: list names. */
+static const struct catalog_entry *sub_skill(const struct agent *a,
+					     const struct catalog_entry *pe,
+					     const char *name,
+					     struct catalog_entry *scratch)
 {
-	const struct catalog_entry *e = catalog_find(a->env->catalog, name);
-	*why = NULL;
-	if (!e || !e->skill)
-		*why = model_strdupf("no skill named '%s'", name);
-	else if (!e->skill->valid)
-		*why = model_strdupf("skill '%s' is invalid: %s", name,
-				     e->skill->error ? e->skill->error : "parse error");
-	else if (e->disabled)
-		*why = model_strdupf("skill '%s' is disabled", name);
-	else if (e->trust < a->env->config->min_trust)
-		*why = model_strdupf("skill '%s' is below the trust floor %s",
-				     name, trust_name(a->env->config->min_trust));
-	else
+	const struct catalog *cat = a->env->catalog;
+	for (size_t i = 0; pe && pe->skill && i < pe->skill->nsubs; i++) {
+		struct skill *sub = pe->skill->subs[i];
+		if (sub && str_eq(sub->name, name)) {
+			*scratch = (struct catalog_entry){
+				.skill = sub, .source = pe->source, .trust = pe->trust,
+				.disabled = config_skill_disabled(a->env->config, name) };
+			return scratch;
+		}
+	}
+	for (size_t i = 0; pe && i < pe->nref_subs; i++)
+		if (pe->ref_subs[i] < cat->n && cat->entries[pe->ref_subs[i]].skill &&
+		    str_eq(cat->entries[pe->ref_subs[i]].skill->name, name))
+			return &cat->entries[pe->ref_subs[i]];
+	return NULL;
+}
+
+/* The skill name as chat c may run it (run_skill, /skill:run:), or NULL
+ * with *why set to a malloc'd reason (NULL on ENOMEM). It may run a skill
+ * effective in the run's resolution (its configuration's attachments and
+ * forced skills, R1) that is no skill's sub-skill, and, inside the
+ * sub-agent of a skill, that skill's own sub-skills. Whatever else the
+ * name is (unknown, not attached, attached disabled, below the trust
+ * floor, invalid, another skill's sub-skill) gets the answer an unknown
+ * name gets, so the model learns nothing of skills it may not see. A
+ * directory sub-skill's entry is *scratch (see sub_skill). */
+static const struct catalog_entry *reachable_skill(const struct chat *c,
+						   const char *name,
+						   struct catalog_entry *scratch,
+						   char **why)
+{
+	const struct agent *a = c->a;
+	const struct catalog *cat = a->env->catalog;
+	const struct effective *eff = &a->env->res->eff;
+	const struct catalog_entry *e = c->is_main ? NULL
+				       : sub_skill(a, c->entry, name, scratch);
+	for (size_t i = 0; !e && i < eff->neff; i++) {
+		const struct catalog_entry *x = eff->eff[i] < cat->n ? &cat->entries[eff->eff[i]]
+								    : NULL;
+		if (x && x->skill && str_eq(x->skill->name, name) && !x->is_referenced_sub)
+			e = x;
+	}
+	/* The catalogue's own rules again (R1), should the lists disagree. */
+	if (e && e->skill && e->skill->valid && !e->disabled &&
+	    e->trust >= a->env->config->min_trust) {
+		*why = NULL;
 		return e;
+	}
+	*why = model_strdupf("no skill named '%s'", name);
 	return NULL;
 }
 
@@ -437,16 +491,17 @@ static bool subagent_matches(const json_t *ev, const char *parent,
 
 static int chat_loop(struct chat *c);
 
-/* Runs skill e as a sub-agent of chat `parent` for the call call_id of its
+/* Runs skill e as a sub-agent of chat pc for the call call_id of its
  * message parent_seq (0 and NULL: a /skill:run: prompt), or resumes the
  * one already started for it. On STEP_OK *result is the answer (or why it
- * failed, *failed set). */
-static int run_subagent(struct agent *a, const char *parent, json_int_t parent_seq,
+ * failed, *failed set). A new one must fit in runs.budget.subagents and
+ * depth; a budget reached inside it ends its chat failed. */
+static int run_subagent(struct agent *a, const struct chat *pc, json_int_t parent_seq,
 			const char *call_id, const struct catalog_entry *e,
 			const char *task, char **result, bool *failed)
 {
 	struct store *st = a->env->store;
-	const char *name = e->skill->name;
+	const char *name = e->skill->name, *parent = pc->id;
 	char *err = NULL, *chat_id = NULL;
 	json_t *evs = NULL;
 	struct chat_row *rows = NULL;
@@ -467,6 +522,10 @@ static int run_subagent(struct agent *a, const char *parent, json_int_t parent_s
 	rc = store_chats(st, a->run_id, &rows, &nrows, &err);
 	if (rc < 0) {
 		rc = fail_err(a, rc, err);
+		goto out;
+	}
+	if (!chat_id && !budget_check_subagent(&a->budget, pc->depth + 1)) {
+		rc = STEP_BUDGET;
 		goto out;
 	}
 	if (!chat_id) {
@@ -512,7 +571,8 @@ static int run_subagent(struct agent *a, const char *parent, json_int_t parent_s
 		rc = *result ? STEP_OK : oom(a);
 		goto out;
 	}
-	struct chat sc = {.a = a, .id = chat_id, .skill = name};
+	struct chat sc = {.a = a, .id = chat_id, .depth = pc->depth + 1, .skill = name,
+			  .entry = e};
 	rc = mode_subagent_tools(e->skill, &a->env->config->registered_tools,
 				 a->env->have_python, a->env->allow, &sc.tools) < 0
 		     ? oom(a) : STEP_OK;
@@ -526,6 +586,8 @@ static int run_subagent(struct agent *a, const char *parent, json_int_t parent_s
 			chat_free(&sc);
 			goto out;
 		}
+		if (rc == 0)
+			budget_count_subagent(&a->budget);
 		free(err);
 		err = NULL;
 		rc = STEP_OK;
@@ -562,6 +624,9 @@ static int run_subagent(struct agent *a, const char *parent, json_int_t parent_s
 					name, sc.error);
 	} else if (rc == STEP_CANCEL) {
 		end = RUNSTATE_CANCELLED;
+	} else if (rc == STEP_BUDGET) {
+		end = RUNSTATE_FAILED; /* and so does the run */
+		end_text = budget_exceeded(&a->budget);
 	} else if (rc == STEP_GONE) {
 		/* The run ended under us (cancelled, failed): so does the chat. */
 		enum runstate rs;
@@ -772,7 +837,8 @@ static int call_run_skill(struct chat *c, json_int_t msg_seq, const char *call_i
 	if (!ok)
 		return oom(a);
 	char *why;
-	const struct catalog_entry *e = usable_skill(a, name, &why);
+	struct catalog_entry scratch;
+	const struct catalog_entry *e = reachable_skill(c, name, &scratch, &why);
 	int rc;
 	if (!e) {
 		rc = why ? result_set(a, r, true, "run_skill: %s", why) : oom(a);
@@ -789,7 +855,7 @@ static int call_run_skill(struct chat *c, json_int_t msg_seq, const char *call_i
 	} else {
 		char *result = NULL;
 		bool failed = false;
-		rc = run_subagent(a, c->id, msg_seq, call_id, e, task, &result, &failed);
+		rc = run_subagent(a, c, msg_seq, call_id, e, task, &result, &failed);
 		if (rc == STEP_OK)
 			rc = result_set(a, r, failed, "%s", result);
 		free(result);
@@ -982,6 +1048,8 @@ static int call_model(struct chat *c)
 		c->error = model_strdupf("turn limit (%d) reached", max);
 		return c->error ? STEP_FAIL : oom(a);
 	}
+	if (!budget_check_model_call(&a->budget))
+		return STEP_BUDGET;
 	struct model_request req = {
 		.messages = c->msgs,
 		.tools = c->schemas,
@@ -994,7 +1062,9 @@ static int call_model(struct chat *c)
 	};
 	struct model_reply rep = {0};
 	char *err = NULL;
-	if (model_complete(a->env->model, &req, &rep, &err) < 0) {
+	int mrc = model_complete(a->env->model, &req, &rep, &err);
+	budget_count_model_call(&a->budget);
+	if (mrc < 0) {
 		int irc = interruption(a);
 		if (irc != STEP_OK) {
 			free(err);
@@ -1004,6 +1074,9 @@ static int call_model(struct chat *c)
 		return c->error ? STEP_FAIL : oom(a);
 	}
 	int irc = interruption(a);
+	size_t ncalls = json_array_size(json_object_get(rep.message, "tool_calls"));
+	if (irc == STEP_OK && !budget_check_tool_calls(&a->budget, ncalls))
+		irc = STEP_BUDGET; /* none of its calls runs */
 	if (irc != STEP_OK) {
 		model_reply_free(&rep);
 		return irc;
@@ -1012,7 +1085,7 @@ static int call_model(struct chat *c)
 	int rc = STEP_OK;
 	if (json_is_object(rep.usage) && !(usage = usage_add(a->usage, rep.usage)))
 		rc = oom(a);
-	bool final = json_array_size(json_object_get(rep.message, "tool_calls")) == 0;
+	bool final = ncalls == 0;
 	/* The answers to these calls go back to the model, within the turn
 	 * limit: its next start overlaps committing and running them. */
 	if (!final && turns + 1 < max)
@@ -1052,13 +1125,18 @@ static int chat_loop(struct chat *c)
 		size_t ai, k, n = json_array_size(c->msgs);
 		json_t *last = n ? json_array_get(c->msgs, n - 1) : NULL;
 		int rc;
-		if (unanswered_call(c->msgs, &ai, &k))
-			rc = handle_call(c, ai, k);
-		else if (last && strcmp(role_of(last), "assistant") == 0 &&
-			 json_array_size(json_object_get(last, "tool_calls")) == 0)
+		if (unanswered_call(c->msgs, &ai, &k)) {
+			/* tool_calls_per_turn again, for a reply committed
+			 * under a larger budget: none of its calls runs */
+			json_t *calls = json_object_get(json_array_get(c->msgs, ai), "tool_calls");
+			rc = budget_check_tool_calls(&c->a->budget, json_array_size(calls))
+				     ? handle_call(c, ai, k) : STEP_BUDGET;
+		} else if (last && strcmp(role_of(last), "assistant") == 0 &&
+			   json_array_size(json_object_get(last, "tool_calls")) == 0) {
 			return set_final(c, last); /* committed before a crash */
-		else
+		} else {
 			rc = call_model(c);
+		}
 		if (rc != STEP_OK)
 			return rc;
 	}
@@ -1101,9 +1179,10 @@ static int first_user_message(struct chat *c, const char *prompt, char **user)
 		goto out;
 	}
 	const struct catalog_entry *e = NULL;
+	struct catalog_entry scratch;
 	if (!*name)
 		c->error = strdup("/skill:run: names no skill");
-	else if (!(e = usable_skill(a, name, &why)))
+	else if (!(e = reachable_skill(c, name, &scratch, &why)))
 		c->error = why ? model_strdupf("/skill:run:%s: %s", name, why) : NULL;
 	else if (!e->skill->user_invocable)
 		c->error = model_strdupf("/skill:run:%s: skill '%s' cannot be run by "
@@ -1116,7 +1195,7 @@ static int first_user_message(struct chat *c, const char *prompt, char **user)
 		rc = expand_arguments(&b, e->skill->body, args, true) < 0 ? oom(a) : STEP_OK;
 	} else {
 		bool failed = false;
-		rc = run_subagent(a, c->id, 0, NULL, e, args, &result, &failed);
+		rc = run_subagent(a, c, 0, NULL, e, args, &result, &failed);
 		if (rc == STEP_OK && failed) {
 			c->error = strdup(result);
 			rc = c->error ? STEP_FAIL : oom(a);
@@ -1178,6 +1257,9 @@ static int finish(struct agent *a, int step, struct chat *c)
 		rc = move(a, RUNSTATE_FAILED, &(struct run_change){.error = c->error});
 		out = AGENT_FAILED;
 		break;
+	case STEP_BUDGET:
+		rc = STEP_BUDGET;
+		break;
 	case STEP_WAIT_APPROVAL:
 		return AGENT_WAITING_APPROVAL;
 	case STEP_WAIT_INPUT:
@@ -1193,6 +1275,13 @@ static int finish(struct agent *a, int step, struct chat *c)
 	default:
 		rc = STEP_ERR;
 		break;
+	}
+	if (rc == STEP_BUDGET) {
+		/* reached in the last step, or by the final answer itself */
+		rc = move(a, RUNSTATE_FAILED,
+			  &(struct run_change){.error = budget_exceeded(&a->budget)
+							   ?: "budget exceeded"});
+		out = AGENT_FAILED;
 	}
 	if (rc == STEP_GONE)
 		return outcome_of(a);
@@ -1248,6 +1337,11 @@ int agent_run(const struct agent_env *env, const char *run_id)
 	chat_id = strdup(row.chat_id ? row.chat_id : AGENT_MAIN_CHAT);
 	if (!chat_id) {
 		rc = oom(&a);
+		goto done;
+	}
+	if ((rc = budget_start(&a.budget, &env->config->budget, env->store, run_id,
+			       row.started_at, &err)) < 0) {
+		rc = fail_err(&a, rc, err);
 		goto done;
 	}
 	mc.id = chat_id;

@@ -97,6 +97,27 @@ enum agent_outcome {
  * commits the tool's result. Tools needing approval, and ask_user, are
  * refused with an error result inside a sub-agent.
  *
+ * Skills: run_skill and a /skill:run: prompt reach only the skills
+ * effective in env->res (the run's configuration and forced skills, R1)
+ * that are no skill's sub-skill, and, from inside the sub-agent of a
+ * skill, that skill's own sub-skills (its skills/<sub> directories and its
+ * sub-skills: list). Any other name (not attached, attached with enabled:
+ * false, below the trust floor, invalid, another skill's sub-skill) gets
+ * exactly what an unknown name gets: "run_skill: no skill named '<name>'"
+ * as the call's error result, "/skill:run:<name>: no skill named
+ * '<name>'" as the run's error.
+ *
+ * Budgets (config->budget, runs.budget; core/budget.h says what each
+ * counts and when it is checked) bound the whole run, all its chats
+ * together: the counts start from what the store holds for the run, the
+ * clock from its first start. A budget reached fails the run with an error
+ * naming it and its value ("budget exceeded: runs.budget.model_calls (200
+ * model calls)"): a tool process running then is killed, a sub-agent
+ * running ends failed with that text as its result, and the step that
+ * would have gone over (a model call, the calls of a reply, a new
+ * sub-agent, a message) does not happen. A run resumed after its time ran
+ * out fails at its first step.
+ *
  * Chats: the main chat (row.chat_id, AGENT_MAIN_CHAT when unset) has no
  * chat row; each sub-agent has one (parent = the calling chat, skill =
  * its skill) and is announced by an event "subagent_started" {"chat_id",

@@ -35,6 +35,7 @@
 #include <yaml.h>
 
 #include "buf.h"
+#include "size.h"
 
 /* A config file larger than this is refused (it is a few KiB in practice). */
 #define CONFIG_MAX_FILE_BYTES (4L * 1024 * 1024)
@@ -864,12 +865,45 @@ static int parse_model(struct ctx *x, const yaml_node_t *n)
 	return 0;
 }
 
+/* runs.budget: positive integers; stored_bytes also as a size ("64MiB"). */
+static int parse_runs_budget(struct ctx *x, const yaml_node_t *n)
+{
+	static const char *const names[] = {"model_calls", "tool_calls_per_turn",
+					    "subagents", "depth", "seconds",
+					    "stored_bytes"};
+	yaml_node_t *f[6];
+	struct run_budget *b = &x->c->budget;
+	long *counts[] = {&b->model_calls, &b->tool_calls_per_turn, &b->subagents,
+			  &b->depth, &b->seconds};
+	char k[KEY_MAX];
+	if (get_fields(x, n, "runs.budget", names, 6, f) < 0)
+		return -1;
+	for (size_t i = 0; i < 5; i++)
+		if (f[i] && get_long(x, f[i], key_join(k, "runs.budget", names[i]), 1,
+				     LONG_MAX, counts[i]) < 0)
+			return -1;
+	if (f[5]) {
+		uint64_t v;
+		if (f[5]->type != YAML_SCALAR_NODE)
+			return fail(x, f[5], "runs.budget.stored_bytes",
+				    "expected a size, got %s", node_kind(f[5]));
+		if (size_parse(scalar_value(f[5]), INT64_MAX, &v) < 0)
+			return fail(x, f[5], "runs.budget.stored_bytes",
+				    "expected a positive number of bytes, optionally "
+				    "with a unit B, KiB, MiB, GiB or TiB (e.g. 64MiB), "
+				    "got '%.64s'", scalar_value(f[5]));
+		b->stored_bytes = (int64_t)v;
+	}
+	return 0;
+}
+
 static int parse_runs(struct ctx *x, const yaml_node_t *n)
 {
-	static const char *const names[] = {"workers", "max_turns", "prompt_max_bytes"};
-	yaml_node_t *f[3];
+	static const char *const names[] = {"workers", "max_turns", "prompt_max_bytes",
+					    "budget"};
+	yaml_node_t *f[4];
 	struct config *c = x->c;
-	if (get_fields(x, n, "runs", names, 3, f) < 0)
+	if (get_fields(x, n, "runs", names, 4, f) < 0)
 		return -1;
 	if (f[0] && get_int(x, f[0], "runs.workers", 1, WORKERS_MAX, &c->workers) < 0)
 		return -1;
@@ -877,6 +911,8 @@ static int parse_runs(struct ctx *x, const yaml_node_t *n)
 		return -1;
 	if (f[2] && get_long(x, f[2], "runs.prompt_max_bytes", 1, LONG_MAX,
 			     &c->prompt_max_bytes) < 0)
+		return -1;
+	if (f[3] && parse_runs_budget(x, f[3]) < 0)
 		return -1;
 	return 0;
 }
@@ -1039,6 +1075,14 @@ static struct config *config_new(void)
 	c->workers = CONFIG_DEFAULT_WORKERS;
 	c->max_turns = CONFIG_DEFAULT_MAX_TURNS;
 	c->prompt_max_bytes = CONFIG_DEFAULT_PROMPT_MAX;
+	c->budget = (struct run_budget){
+		.model_calls = CONFIG_DEFAULT_BUDGET_MODEL_CALLS,
+		.tool_calls_per_turn = CONFIG_DEFAULT_BUDGET_TOOL_CALLS_PER_TURN,
+		.subagents = CONFIG_DEFAULT_BUDGET_SUBAGENTS,
+		.depth = CONFIG_DEFAULT_BUDGET_DEPTH,
+		.seconds = CONFIG_DEFAULT_BUDGET_SECONDS,
+		.stored_bytes = CONFIG_DEFAULT_BUDGET_STORED_BYTES,
+	};
 	c->model.timeout = CONFIG_DEFAULT_MODEL_TIMEOUT;
 	c->model.provider = strdup("echo");
 	if (!c->model.provider || set_builtin_tools(c) < 0) {

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "strlist.h"
 #include "trust.h"
@@ -17,6 +18,13 @@
 #define CONFIG_DEFAULT_TOOL_TIMEOUT 60          /* seconds, process tools */
 #define CONFIG_DEFAULT_TOOL_OUTPUT (64L * 1024) /* bytes, process tools */
 #define CONFIG_DEFAULT_TOOLS_USER "nobody"
+/* runs.budget (see struct run_budget) */
+#define CONFIG_DEFAULT_BUDGET_MODEL_CALLS 200
+#define CONFIG_DEFAULT_BUDGET_TOOL_CALLS_PER_TURN 32
+#define CONFIG_DEFAULT_BUDGET_SUBAGENTS 16
+#define CONFIG_DEFAULT_BUDGET_DEPTH 2
+#define CONFIG_DEFAULT_BUDGET_SECONDS 3600
+#define CONFIG_DEFAULT_BUDGET_STORED_BYTES ((int64_t)64 << 20)
 
 /* The name under configs/ that holds the config file's reload error, so no
  * configuration may take it. */
@@ -87,6 +95,19 @@ struct tools_config {
 	struct strlist unavailable_why;
 };
 
+/* runs.budget: what one whole run may use, all its chats together
+ * (core/budget.h says how each is counted). Every value is positive. */
+struct run_budget {
+	long model_calls;         /* model calls of the run */
+	long tool_calls_per_turn; /* tool calls one assistant reply may ask for */
+	long subagents;           /* sub-agent chats of the run */
+	long depth;               /* nesting: a sub-agent started from the main
+	                             chat has depth 1, one started from a
+	                             depth-d sub-agent depth d + 1 */
+	long seconds;             /* wall clock since the run first started */
+	int64_t stored_bytes;     /* bytes of the run's stored messages */
+};
+
 struct config {
 	char *path;     /* the config file, absolute; NULL for the no-config default */
 	char *base_dir; /* directory relative paths resolve against */
@@ -110,6 +131,7 @@ struct config {
 	int workers;
 	int max_turns;
 	long prompt_max_bytes;
+	struct run_budget budget; /* runs.budget */
 	char *state_path; /* absolute, or NULL = default location */
 
 	struct configuration *configs; /* in file order */

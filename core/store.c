@@ -1300,6 +1300,45 @@ int store_messages(struct store *st, const char *run_id, const char *chat_id,
 	return 0;
 }
 
+size_t store_message_bytes(const json_t *msg)
+{
+	/* the flags of dump(), which writes the messages table */
+	return msg ? json_dumpb(msg, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY) : 0;
+}
+
+int store_run_totals(struct store *st, const char *run_id, struct run_totals *out,
+		     char **err)
+{
+	*out = (struct run_totals){ 0 };
+	if (empty(run_id))
+		return no_run("", err);
+	lock(st);
+	int rc = exists_locked(st, run_id, err);
+	sqlite3_stmt *s;
+	if (rc == 0)
+		rc = prepare(st,
+			"SELECT (SELECT COUNT(*) FROM messages WHERE run_id = ?1 AND "
+			"        role = 'assistant'), "
+			"       (SELECT COALESCE(SUM(length(CAST(json AS BLOB))), 0) "
+			"        FROM messages WHERE run_id = ?1), "
+			"       (SELECT COUNT(*) FROM chats WHERE run_id = ?1 AND "
+			"        chat_id IS NOT (SELECT chat_id FROM runs WHERE id = ?1))",
+			&s, err);
+	if (rc == 0) {
+		sqlite3_bind_text(s, 1, run_id, -1, SQLITE_STATIC);
+		if (sqlite3_step(s) == SQLITE_ROW) {
+			out->assistant_messages = sqlite3_column_int64(s, 0);
+			out->message_bytes = sqlite3_column_int64(s, 1);
+			out->subagent_chats = sqlite3_column_int64(s, 2);
+		} else {
+			rc = db_fail(st, err, "reading what a run has stored");
+		}
+		release(st, s);
+	}
+	unlock(st);
+	return rc;
+}
+
 /* ---- chats --------------------------------------------------------------- */
 
 int store_chat_create(struct store *st, const char *run_id,

@@ -195,6 +195,24 @@ int store_message_append(struct store *st, const char *run_id,
 int store_messages(struct store *st, const char *run_id, const char *chat_id,
 		   json_t **out, char **err);
 
+/* What a run has stored so far, for its budgets (runs.budget). */
+struct run_totals {
+	int64_t assistant_messages; /* every chat's: one per model reply kept */
+	int64_t message_bytes;      /* every chat's messages, as stored: the
+	                               sum of store_message_bytes() */
+	int64_t subagent_chats;     /* chats other than the run's main chat
+	                               (runs.chat_id) */
+};
+
+/* Fills *out for run run_id in one read (it reads every message's text:
+ * once per run loaded, not per step). -ENOENT when there is no run. */
+int store_run_totals(struct store *st, const char *run_id, struct run_totals *out,
+		     char **err);
+
+/* The bytes msg takes in the store (its JSON text), without storing it;
+ * 0 when it cannot be encoded. */
+size_t store_message_bytes(const json_t *msg);
+
 /* Records a chat of a run (a sub-agent) in state running, with the tools
  * it is offered (an array of names). parent_chat, skill and tools may be
  * NULL. -EEXIST when the run already has that chat id. */

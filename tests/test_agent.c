@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -206,16 +207,14 @@ static void add_skill(struct fx *f, const char *dir, const char *text)
 	write_file(p, text);
 }
 
-/* Loads config (the no-config default over the skills dir), catalogue and
- * the resolution of configuration "default"; fills the agent env. */
-static void load(struct fx *f)
+/* Loads the catalogue of f->cfg and the resolution of configuration
+ * "default" with the forced skills; fills the agent env. */
+static void load_forced(struct fx *f, const char *const *forced, size_t nforced)
 {
-	const char *dirs[] = {f->skills};
-	f->cfg = config_default(dirs, 1);
-	assert_non_null(f->cfg);
 	f->cat = catalog_build(f->cfg, NULL, NULL, NULL);
 	assert_non_null(f->cat);
-	f->res = resolution_build(f->cfg, f->cat, config_find(f->cfg, "default"), NULL, 0);
+	f->res = resolution_build(f->cfg, f->cat, config_find(f->cfg, "default"), forced,
+				  nforced);
 	assert_non_null(f->res);
 	f->env = (struct agent_env){
 		.store = f->st,
@@ -233,6 +232,30 @@ static void load(struct fx *f)
 		.progress = fx_progress,
 		.progress_arg = &f->progress,
 	};
+}
+
+/* load_forced with config (the no-config default over the skills dir:
+ * every skill attached) and no forced skills. */
+static void load(struct fx *f)
+{
+	const char *dirs[] = {f->skills};
+	f->cfg = config_default(dirs, 1);
+	assert_non_null(f->cfg);
+	load_forced(f, NULL, 0);
+}
+
+/* load_forced with a config file: the skills dir as a first_party source,
+ * then yaml (configurations etc.). */
+static void load_yaml(struct fx *f, const char *yaml, const char *const *forced,
+		      size_t nforced)
+{
+	char text[4096];
+	char *err = NULL;
+	snprintf(text, sizeof text, "sources:\n  - path: skills\n    trust: first_party\n%s",
+		 yaml);
+	assert_int_equal(config_parse(text, strlen(text), "config.yaml", f->tmp, &f->cfg,
+				      &err), 0);
+	load_forced(f, forced, nforced);
 }
 
 static void script(struct fx *f, json_t *entry)
@@ -1256,6 +1279,360 @@ static void test_failed_run_shows_in_transcript(void **state)
 	buf_free(&b);
 }
 
+/* ---- confinement: which skills run_skill and /skill:run: reach ----------- */
+
+/* Skills for the reachability tests: attached, attached disabled, not
+ * attached, a parent with a directory sub-skill and a sub-skills: list
+ * naming an attached skill. */
+static void add_confinement_skills(struct fx *f)
+{
+	add_skill(f, "shown", "---\nname: shown\ndescription: d\ninline: true\n---\n"
+			      "Shown body $ARGUMENTS.\n");
+	add_skill(f, "off", "---\nname: off\ndescription: d\ninline: true\n---\nOff body.\n");
+	add_skill(f, "stray", "---\nname: stray\ndescription: d\ninline: true\n---\n"
+			      "Stray body.\n");
+	add_skill(f, "kid", "---\nname: kid\ndescription: d\ninline: true\n---\nKid body.\n");
+	add_skill(f, "parent", "---\nname: parent\ndescription: d\nsub-skills: [kid]\n"
+			       "---\nParent body.\n");
+	add_skill(f, "parent/skills/helper", "---\nname: helper\ndescription: h\n---\n"
+					     "Helper body.\n");
+}
+
+static const char confinement_yaml[] =
+	"configurations:\n"
+	"  default:\n"
+	"    skills:\n"
+	"      - shown\n"
+	"      - {name: off, enabled: false}\n"
+	"      - parent\n"
+	"      - kid\n";
+
+/* Only skills effective in the run's configuration run; a disabled
+ * attachment, a skill not attached, another skill's sub-skill (directory or
+ * sub-skills: list, even when attached itself) get exactly the answer an
+ * unknown name gets. */
+static void test_R1_run_skill_reaches_only_effective_skills(void **state)
+{
+	struct fx *f = *state;
+	add_confinement_skills(f);
+	load_yaml(f, confinement_yaml, NULL, 0);
+	const char *names[] = { "shown", "off", "stray", "kid", "helper", "nope" };
+	for (size_t i = 0; i < 6; i++) {
+		char id[8], args[64];
+		snprintf(id, sizeof id, "c%zu", i);
+		snprintf(args, sizeof args, "{\"name\": \"%s\", \"arguments\": \"x\"}", names[i]);
+		script(f, call(id, "run_skill", args));
+	}
+	script(f, say("ok"));
+	start_run(f, "cf1", "try them");
+
+	assert_int_equal(agent_run(&f->env, "cf1"), AGENT_COMPLETED);
+	json_t *m = messages(f, "cf1", AGENT_MAIN_CHAT);
+	assert_int_equal(json_array_size(m), 15);
+	assert_string_equal(msg_field(m, 3, "content"), "Shown body x.\n");
+	for (size_t i = 1; i < 6; i++) {
+		char want[64];
+		snprintf(want, sizeof want, "run_skill: no skill named '%s'", names[i]);
+		assert_string_equal(msg_field(m, 3 + 2 * i, "content"), want);
+	}
+	json_decref(m);
+	assert_int_equal(count_events(f, "cf1", "subagent_started"), 0);
+	struct run_row row = get_row(f, "cf1");
+	assert_string_equal(row.result, "ok");
+	run_row_free(&row);
+}
+
+/* A skill forced on the run is effective, attached or not (R1). */
+static void test_R1_run_skill_reaches_forced_skills(void **state)
+{
+	struct fx *f = *state;
+	add_confinement_skills(f);
+	const char *forced[] = { "stray" };
+	load_yaml(f, confinement_yaml, forced, 1);
+	script(f, call("c1", "run_skill", "{\"name\": \"stray\"}"));
+	script(f, say("ok"));
+	start_run(f, "cf2", "forced");
+	assert_int_equal(agent_run(&f->env, "cf2"), AGENT_COMPLETED);
+	json_t *m = messages(f, "cf2", AGENT_MAIN_CHAT);
+	assert_string_equal(msg_field(m, 3, "content"), "Stray body.\n");
+	json_decref(m);
+}
+
+/* /skill:run: follows the same rule as run_skill. */
+static void test_R15_skill_run_reaches_only_effective_skills(void **state)
+{
+	struct fx *f = *state;
+	add_confinement_skills(f);
+	load_yaml(f, confinement_yaml, NULL, 0);
+	const char *names[] = { "off", "stray", "kid", "helper" };
+	for (size_t i = 0; i < 4; i++) {
+		char id[8], prompt[64], want[96];
+		snprintf(id, sizeof id, "s%zu", i);
+		snprintf(prompt, sizeof prompt, "/skill:run:%s now", names[i]);
+		start_run(f, id, prompt);
+		assert_int_equal(agent_run(&f->env, id), AGENT_FAILED);
+		struct run_row row = get_row(f, id);
+		snprintf(want, sizeof want, "/skill:run:%s: no skill named '%s'", names[i],
+			 names[i]);
+		assert_string_equal(row.error, want);
+		run_row_free(&row);
+	}
+	assert_int_equal(json_array_size(f->script->requests), 0);
+	script(f, say("done"));
+	start_run(f, "s9", "/skill:run:shown now");
+	assert_int_equal(agent_run(&f->env, "s9"), AGENT_COMPLETED);
+	assert_string_equal(msg_field(json_object_get(request(f, 0), "messages"), 1, "content"),
+			    "Shown body now.\n");
+}
+
+/* ---- runs.budget ----------------------------------------------------------- */
+
+/* An assistant message asking for n calls of tool with args. */
+static json_t *calls(size_t n, const char *tool, const char *args)
+{
+	json_t *list = json_array();
+	for (size_t i = 0; i < n; i++) {
+		char id[16];
+		snprintf(id, sizeof id, "k%zu", i);
+		json_array_append_new(list, json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", id,
+						      "type", "function", "function", "name",
+						      tool, "arguments", args));
+	}
+	return json_pack("{s:{s:s, s:n, s:o}}", "message", "role", "assistant", "content",
+			 "tool_calls", list);
+}
+
+static void assert_failed_with(struct fx *f, const char *id, const char *error)
+{
+	struct run_row row = get_row(f, id);
+	assert_int_equal(row.state, RUNSTATE_FAILED);
+	assert_string_equal(row.error, error);
+	assert_null(row.result);
+	run_row_free(&row);
+}
+
+static void test_budget_model_calls_fail_the_run(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	f->cfg->budget.model_calls = 2;
+	for (int i = 0; i < 3; i++)
+		script(f, call(i % 2 ? "b" : "a", "read", "{\"path\": \"nothing\"}"));
+	start_run(f, "b1", "loop");
+	assert_int_equal(agent_run(&f->env, "b1"), AGENT_FAILED);
+	assert_int_equal(json_array_size(f->script->requests), 2);
+	assert_failed_with(f, "b1", "budget exceeded: runs.budget.model_calls (2 model calls)");
+}
+
+/* Calls committed before (a crash, a wait), in any chat, count. */
+static void test_budget_model_calls_count_what_was_committed(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	f->cfg->budget.model_calls = 2;
+	start_run(f, "b2", "go");
+	json_t *main_msgs[] = {
+		json_pack("{s:s, s:s}", "role", "system", "content", "sys"),
+		json_pack("{s:s, s:s}", "role", "user", "content", "go"),
+		json_pack("{s:s, s:n, s:[{s:s, s:s, s:{s:s, s:s}}]}", "role", "assistant",
+			  "content", "tool_calls", "id", "a", "type", "function", "function",
+			  "name", "read", "arguments", "{\"path\": \"x\"}"),
+		json_pack("{s:s, s:s, s:s, s:s}", "role", "tool", "tool_call_id", "a",
+			  "name", "read", "content", "read: no such file: x"),
+	};
+	prepopulate(f, "b2", AGENT_MAIN_CHAT, main_msgs, 4);
+	json_t *sub_msgs[] = {
+		json_pack("{s:s, s:s}", "role", "assistant", "content", "an earlier sub-agent"),
+	};
+	prepopulate(f, "b2", "skill-old-1", sub_msgs, 1);
+	script(f, say("never asked"));
+	assert_int_equal(agent_run(&f->env, "b2"), AGENT_FAILED);
+	assert_int_equal(json_array_size(f->script->requests), 0);
+	assert_failed_with(f, "b2", "budget exceeded: runs.budget.model_calls (2 model calls)");
+}
+
+/* A reply asking for too many calls runs none of them. */
+static void test_budget_tool_calls_per_turn_fail_the_run(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	f->cfg->budget.tool_calls_per_turn = 2;
+	script(f, calls(2, "write", "{\"path\": \"two.txt\", \"content\": \"x\"}"));
+	script(f, calls(3, "write", "{\"path\": \"three.txt\", \"content\": \"x\"}"));
+	start_run(f, "b3", "write");
+	assert_int_equal(agent_run(&f->env, "b3"), AGENT_FAILED);
+	assert_failed_with(f, "b3", "budget exceeded: runs.budget.tool_calls_per_turn "
+				    "(2 tool calls per turn)");
+	char *two = slurp(f, "two.txt");
+	assert_non_null(two);
+	free(two);
+	char *three = slurp(f, "three.txt");
+	assert_null(three);
+	json_t *m = messages(f, "b3", AGENT_MAIN_CHAT);
+	assert_int_equal(json_array_size(m), 5); /* the second reply is not kept */
+	json_decref(m);
+	assert_int_equal(count_events(f, "b3", "tool_call"), 2);
+}
+
+static void test_budget_subagents_fail_the_run(void **state)
+{
+	struct fx *f = *state;
+	add_digest(f);
+	load(f);
+	f->cfg->budget.subagents = 1;
+	script(f, call("m1", "run_skill", "{\"name\": \"digest\"}"));
+	script(f, say("first digest"));
+	script(f, call("m2", "run_skill", "{\"name\": \"digest\"}"));
+	script(f, say("never"));
+	start_run(f, "b4", "digest twice");
+	assert_int_equal(agent_run(&f->env, "b4"), AGENT_FAILED);
+	assert_int_equal(json_array_size(f->script->requests), 3);
+	assert_failed_with(f, "b4", "budget exceeded: runs.budget.subagents (1 sub-agent)");
+	struct chat_row *rows;
+	size_t n;
+	char *err = NULL;
+	assert_int_equal(store_chats(f->st, "b4", &rows, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(rows[0].state, RUNSTATE_COMPLETED);
+	chat_rows_free(rows, n);
+	assert_int_equal(count_events(f, "b4", "subagent_started"), 1);
+}
+
+/* Sub-agents never get run_skill (R13), so today's deepest sub-agent has
+ * depth 1, which the smallest depth the config admits (1) allows; a depth
+ * of 0, which only a test can set, shows the check the agent makes before
+ * each new sub-agent. */
+static void test_budget_depth_fails_the_run(void **state)
+{
+	struct fx *f = *state;
+	add_digest(f);
+	load(f);
+	f->cfg->budget.depth = 1;
+	script(f, call("m1", "run_skill", "{\"name\": \"digest\"}"));
+	script(f, say("sub answer"));
+	script(f, say("main answer"));
+	start_run(f, "b5", "digest");
+	assert_int_equal(agent_run(&f->env, "b5"), AGENT_COMPLETED);
+
+	f->cfg->budget.depth = 0;
+	script(f, call("m1", "run_skill", "{\"name\": \"digest\"}"));
+	script(f, say("never"));
+	start_run(f, "b6", "digest");
+	assert_int_equal(agent_run(&f->env, "b6"), AGENT_FAILED);
+	assert_failed_with(f, "b6", "budget exceeded: runs.budget.depth "
+				    "(0 levels of sub-agents)");
+	assert_int_equal(count_events(f, "b6", "subagent_started"), 0);
+	assert_int_equal(json_array_size(f->script->requests), 4);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The deadline kills the tool process running in a sub-agent; the
+ * sub-agent's chat ends failed and so does the run. */
+static void test_budget_seconds_kill_the_tool_and_fail_the_run(void **state)
+{
+	struct fx *f = *state;
+	add_digest(f);
+	load(f);
+	f->cfg->budget.seconds = 1;
+	script(f, call("m1", "run_skill", "{\"name\": \"digest\"}"));
+	script(f, call("s1", "bash", "{\"command\": \"sleep 30; echo late > late.txt\"}"));
+	script(f, say("never"));
+	start_run(f, "b7", "slow");
+	double t0 = now_s();
+	assert_int_equal(agent_run(&f->env, "b7"), AGENT_FAILED);
+	double took = now_s() - t0;
+	assert_true(took >= 0.5 && took < 10);
+	assert_failed_with(f, "b7", "budget exceeded: runs.budget.seconds (1 second)");
+	struct chat_row *rows;
+	size_t n;
+	char *err = NULL;
+	assert_int_equal(store_chats(f->st, "b7", &rows, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(rows[0].state, RUNSTATE_FAILED);
+	assert_string_equal(rows[0].result, "budget exceeded: runs.budget.seconds (1 second)");
+	json_t *sm = messages(f, "b7", rows[0].chat_id);
+	assert_int_equal(json_array_size(sm), 3); /* the killed call has no result */
+	json_decref(sm);
+	chat_rows_free(rows, n);
+	assert_int_equal(json_array_size(f->script->requests), 2);
+	char *late = slurp(f, "late.txt");
+	assert_null(late);
+}
+
+/* The clock runs from the run's first start, across a resume. */
+static void test_budget_seconds_count_from_the_first_start(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	f->cfg->budget.seconds = 1;
+	start_run(f, "b8", "later");
+	struct timespec ts = { 1, 100 * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+	script(f, say("never"));
+	assert_int_equal(agent_run(&f->env, "b8"), AGENT_FAILED);
+	assert_int_equal(json_array_size(f->script->requests), 0);
+	assert_failed_with(f, "b8", "budget exceeded: runs.budget.seconds (1 second)");
+}
+
+/* Bytes stored before count; a message that would go over is not stored
+ * (here the final answer, committed with the completion). */
+static void test_budget_stored_bytes_fail_the_run(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	start_run(f, "b9", "big");
+	char big[3001];
+	memset(big, 'x', 3000);
+	big[3000] = '\0';
+	json_t *pre[] = {
+		json_pack("{s:s, s:s}", "role", "system", "content", "sys"),
+		json_pack("{s:s, s:s}", "role", "user", "content", big),
+	};
+	int64_t stored = (int64_t)(store_message_bytes(pre[0]) + store_message_bytes(pre[1]));
+	prepopulate(f, "b9", AGENT_MAIN_CHAT, pre, 2);
+	f->cfg->budget.stored_bytes = stored + 100;
+	/* over by itself: 100 bytes and more */
+	script(f, say("an answer of some length, long enough to take the run over "
+		      "the hundred bytes it has left"));
+	assert_int_equal(agent_run(&f->env, "b9"), AGENT_FAILED);
+	char want[96];
+	snprintf(want, sizeof want, "budget exceeded: runs.budget.stored_bytes (%lld bytes)",
+		 (long long)stored + 100);
+	assert_failed_with(f, "b9", want);
+	json_t *m = messages(f, "b9", AGENT_MAIN_CHAT);
+	assert_int_equal(json_array_size(m), 2);
+	json_decref(m);
+
+	/* the same answer fits when nothing was stored before */
+	f->cfg->budget.stored_bytes = 1000;
+	script(f, say("an answer of some length, long enough to take the run over "
+		      "the hundred bytes it has left"));
+	start_run(f, "b10", "small");
+	assert_int_equal(agent_run(&f->env, "b10"), AGENT_COMPLETED);
+}
+
+/* A prompt over the budget: the run starts and fails at once, storing
+ * nothing. */
+static void test_budget_stored_bytes_refuse_the_first_messages(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	f->cfg->budget.stored_bytes = 10;
+	enqueue_run(f, "b11", "a prompt of more than ten bytes");
+	assert_int_equal(agent_run(&f->env, "b11"), AGENT_FAILED);
+	assert_failed_with(f, "b11", "budget exceeded: runs.budget.stored_bytes (10 bytes)");
+	json_t *m = messages(f, "b11", AGENT_MAIN_CHAT);
+	assert_int_equal(json_array_size(m), 0);
+	json_decref(m);
+	assert_int_equal(json_array_size(f->script->requests), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1288,6 +1665,18 @@ int main(void)
 		T(test_sec6_stopping_leaves_run_resumable),
 		T(test_transcript_and_messages_json),
 		T(test_failed_run_shows_in_transcript),
+		T(test_R1_run_skill_reaches_only_effective_skills),
+		T(test_R1_run_skill_reaches_forced_skills),
+		T(test_R15_skill_run_reaches_only_effective_skills),
+		T(test_budget_model_calls_fail_the_run),
+		T(test_budget_model_calls_count_what_was_committed),
+		T(test_budget_tool_calls_per_turn_fail_the_run),
+		T(test_budget_subagents_fail_the_run),
+		T(test_budget_depth_fails_the_run),
+		T(test_budget_seconds_kill_the_tool_and_fail_the_run),
+		T(test_budget_seconds_count_from_the_first_start),
+		T(test_budget_stored_bytes_fail_the_run),
+		T(test_budget_stored_bytes_refuse_the_first_messages),
 #undef T
 	};
 	struct tools_config tc = {0};

@@ -157,6 +157,8 @@ static const char full_example[] =
 	"  workers: 8\n"
 	"  max_turns: 10\n"
 	"  prompt_max_bytes: 5000\n"
+	"  budget: {model_calls: 50, tool_calls_per_turn: 4, subagents: 3,\n"
+	"           depth: 1, seconds: 600, stored_bytes: 512KiB}\n"
 	"state: var/state.db\n"
 	"configurations:\n"
 	"  zeta:\n"
@@ -213,6 +215,12 @@ static void test_S9_full_example_reads_every_key(void **state)
 	assert_int_equal(c->workers, 8);
 	assert_int_equal(c->max_turns, 10);
 	assert_int_equal(c->prompt_max_bytes, 5000);
+	assert_int_equal(c->budget.model_calls, 50);
+	assert_int_equal(c->budget.tool_calls_per_turn, 4);
+	assert_int_equal(c->budget.subagents, 3);
+	assert_int_equal(c->budget.depth, 1);
+	assert_int_equal(c->budget.seconds, 600);
+	assert_int_equal(c->budget.stored_bytes, 512 * 1024);
 	assert_string_equal(c->state_path, "/base/var/state.db");
 
 	/* Configurations in file order, attachments in order, duplicates kept. */
@@ -259,6 +267,12 @@ static void test_S9_absent_keys_take_defaults(void **state)
 	assert_int_equal(c->workers, 4);
 	assert_int_equal(c->max_turns, 32);
 	assert_int_equal(c->prompt_max_bytes, 1024 * 1024);
+	assert_int_equal(c->budget.model_calls, 200);
+	assert_int_equal(c->budget.tool_calls_per_turn, 32);
+	assert_int_equal(c->budget.subagents, 16);
+	assert_int_equal(c->budget.depth, 2);
+	assert_int_equal(c->budget.seconds, 3600);
+	assert_int_equal(c->budget.stored_bytes, 64 * 1024 * 1024);
 	assert_null(c->state_path);
 	assert_int_equal(c->nconfigs, 1);
 	assert_string_equal(c->configs[0].name, "default");
@@ -800,6 +814,88 @@ static void test_S9_odd_documents_are_handled(void **state)
 	free(err);
 }
 
+/* runs.budget: each key alone, the others keeping their defaults. */
+static void test_S7_budget_keys_one_at_a_time(void **state)
+{
+	(void)state;
+	struct config *c = parse_ok("runs:\n  budget:\n    model_calls: 7\n");
+	assert_int_equal(c->budget.model_calls, 7);
+	assert_int_equal(c->budget.tool_calls_per_turn, CONFIG_DEFAULT_BUDGET_TOOL_CALLS_PER_TURN);
+	assert_int_equal(c->budget.stored_bytes, CONFIG_DEFAULT_BUDGET_STORED_BYTES);
+	config_free(c);
+	c = parse_ok("runs: {budget: {tool_calls_per_turn: 1}}\n");
+	assert_int_equal(c->budget.tool_calls_per_turn, 1);
+	assert_int_equal(c->budget.model_calls, CONFIG_DEFAULT_BUDGET_MODEL_CALLS);
+	config_free(c);
+	c = parse_ok("runs: {budget: {subagents: 100}}\n");
+	assert_int_equal(c->budget.subagents, 100);
+	config_free(c);
+	c = parse_ok("runs: {budget: {depth: 5}}\n");
+	assert_int_equal(c->budget.depth, 5);
+	assert_int_equal(c->budget.subagents, CONFIG_DEFAULT_BUDGET_SUBAGENTS);
+	config_free(c);
+	c = parse_ok("runs: {budget: {seconds: 86400}}\n");
+	assert_int_equal(c->budget.seconds, 86400);
+	assert_int_equal(c->budget.depth, CONFIG_DEFAULT_BUDGET_DEPTH);
+	config_free(c);
+	c = parse_ok("runs: {budget: {stored_bytes: 1000}}\n");
+	assert_int_equal(c->budget.stored_bytes, 1000);
+	assert_int_equal(c->budget.seconds, CONFIG_DEFAULT_BUDGET_SECONDS);
+	config_free(c);
+	c = parse_ok("runs: {budget: {stored_bytes: \"1 GiB\"}}\n");
+	assert_int_equal(c->budget.stored_bytes, (int64_t)1 << 30);
+	config_free(c);
+	/* null reads as absent; an unknown key is a warning */
+	c = parse_ok("runs:\n  budget:\n    seconds:\n    tokens: 5\n");
+	assert_int_equal(c->budget.seconds, CONFIG_DEFAULT_BUDGET_SECONDS);
+	assert_true(has_warning(c, "config.yaml:4: unknown key 'runs.budget.tokens'"));
+	config_free(c);
+	c = parse_ok("runs: {budget: }\n");
+	assert_int_equal(c->budget.model_calls, CONFIG_DEFAULT_BUDGET_MODEL_CALLS);
+	config_free(c);
+}
+
+/* A bad budget is an error naming the key and its line. */
+static void test_S7_budget_bad_values_name_the_key(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *text, *prefix, *detail;
+	} bad[] = {
+		{ "runs:\n  budget:\n    model_calls: 0\n",
+		  "config.yaml:3: runs.budget.model_calls: ", "got 0" },
+		{ "runs:\n  budget:\n    tool_calls_per_turn: -1\n",
+		  "config.yaml:3: runs.budget.tool_calls_per_turn: ", "got -1" },
+		{ "runs:\n  budget:\n    subagents: many\n",
+		  "config.yaml:3: runs.budget.subagents: ", "'many'" },
+		{ "runs:\n  budget:\n    depth: 1.5\n",
+		  "config.yaml:3: runs.budget.depth: ", "'1.5'" },
+		{ "runs:\n  budget:\n    seconds: [1]\n",
+		  "config.yaml:3: runs.budget.seconds: ", "a list" },
+		{ "runs:\n  budget:\n    seconds: 99999999999999999999\n",
+		  "config.yaml:3: runs.budget.seconds: ", "integer" },
+		{ "runs:\n  budget:\n    stored_bytes: 64MB\n",
+		  "config.yaml:3: runs.budget.stored_bytes: ", "'64MB'" },
+		{ "runs:\n  budget:\n    stored_bytes: 0\n",
+		  "config.yaml:3: runs.budget.stored_bytes: ", "KiB, MiB" },
+		{ "runs:\n  budget:\n    stored_bytes: -5\n",
+		  "config.yaml:3: runs.budget.stored_bytes: ", "'-5'" },
+		{ "runs:\n  budget:\n    stored_bytes: {a: 1}\n",
+		  "config.yaml:3: runs.budget.stored_bytes: ", "a mapping" },
+		{ "runs:\n  budget:\n    stored_bytes: 9999999TiB\n",
+		  "config.yaml:3: runs.budget.stored_bytes: ", "'9999999TiB'" },
+		{ "runs:\n  budget: 200\n", "config.yaml:2: runs.budget: ", "a mapping" },
+		{ "runs:\n  budget:\n    depth: 1\n    depth: 2\n",
+		  "config.yaml:4: runs.budget.depth: ", "twice" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		char *err = parse_err(bad[i].text);
+		assert_prefix(err, bad[i].prefix);
+		assert_contains(err, bad[i].detail);
+		free(err);
+	}
+}
+
 static void test_S9_second_document_is_a_warning(void **state)
 {
 	(void)state;
@@ -917,6 +1013,8 @@ int main(void)
 		cmocka_unit_test(test_S9_add_sources_after_file_sources),
 		cmocka_unit_test(test_S9_odd_documents_are_handled),
 		cmocka_unit_test(test_S9_second_document_is_a_warning),
+		cmocka_unit_test(test_S7_budget_keys_one_at_a_time),
+		cmocka_unit_test(test_S7_budget_bad_values_name_the_key),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);
 }

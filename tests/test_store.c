@@ -912,6 +912,63 @@ static void test_R12_subagent_chats_are_recorded(void **state)
 	store_close(st);
 }
 
+/* runs.budget: what a run has stored, every chat counted, in bytes (not
+ * characters), sub-agent chats apart from a main chat that has a row. */
+static void test_budget_run_totals_count_what_is_stored(void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	make_queued(st, "r");
+	make_queued(st, "other");
+	struct run_totals t;
+	assert_int_equal(store_run_totals(st, "r", &t, NULL), 0);
+	assert_int_equal(t.assistant_messages, 0);
+	assert_int_equal(t.message_bytes, 0);
+	assert_int_equal(t.subagent_chats, 0);
+	assert_int_equal(store_run_transition(st, "r", RUNSTATE_QUEUED, RUNSTATE_RUNNING,
+					      &(struct run_change){ .chat_id = "main" },
+					      NULL), 0);
+	const char *texts[][3] = {
+		{ "main", "user", "caf\u00e9 \u2192" }, /* 2 + 3 bytes in UTF-8 */
+		{ "main", "assistant", "a" },
+		{ "skill-x-1", "assistant", "b" },
+		{ "skill-x-1", "tool", "c" },
+		{ "main", "assistant", "d" },
+	};
+	size_t bytes = 0;
+	for (size_t i = 0; i < 5; i++) {
+		char text[128];
+		snprintf(text, sizeof text, "{\"role\":\"%s\",\"content\":\"%s\"}",
+			 texts[i][1], texts[i][2]);
+		json_t *m = jparse(text);
+		bytes += store_message_bytes(m);
+		assert_int_equal(store_message_append(st, "r", texts[i][0], m, NULL, NULL), 0);
+		json_decref(m);
+	}
+	json_t *m = jparse("{\"role\":\"assistant\",\"content\":\"elsewhere\"}");
+	assert_int_equal(store_message_append(st, "other", "main", m, NULL, NULL), 0);
+	json_decref(m);
+	/* {"role":"user","content":"café →"}: 34 characters, 37 bytes */
+	m = jparse("{\"role\":\"user\",\"content\":\"caf\u00e9 \u2192\"}");
+	assert_int_equal(store_message_bytes(m), 37);
+	json_decref(m);
+	assert_int_equal(store_chat_create(st, "r", "main", NULL, NULL, NULL, NULL), 0);
+	assert_int_equal(store_chat_create(st, "r", "skill-x-1", "main", "x", NULL, NULL), 0);
+	assert_int_equal(store_chat_create(st, "r", "skill-y-2", "main", "y", NULL, NULL), 0);
+	assert_int_equal(store_chat_create(st, "other", "skill-z-3", "main", "z", NULL,
+					   NULL), 0);
+
+	assert_int_equal(store_run_totals(st, "r", &t, NULL), 0);
+	assert_int_equal(t.assistant_messages, 3);
+	assert_int_equal(t.message_bytes, (int64_t)bytes);
+	assert_int_equal(t.subagent_chats, 2);
+	char *err = NULL;
+	assert_int_equal(store_run_totals(st, "ghost", &t, &err), -ENOENT);
+	assert_non_null(err);
+	free(err);
+	store_close(st);
+}
+
 static void test_section8_events_text_is_json_lines(void **state)
 {
 	struct fx *f = *state;
@@ -1257,6 +1314,7 @@ int main(void)
 		T(test_section6_messages_round_trip_in_order_per_chat),
 		T(test_transition_appends_several_messages_at_once),
 		T(test_R12_subagent_chats_are_recorded),
+		T(test_budget_run_totals_count_what_is_stored),
 		T(test_section8_events_text_is_json_lines),
 		T(test_section6_delete_removes_everything),
 		T(test_second_open_is_refused_while_open),
