@@ -119,8 +119,13 @@ static long run_index(struct runs *r, const char *id, bool *found)
 	return (long)lo;
 }
 
+/* The run called id, or NULL. An id that is not valid names no run: it
+ * is never cut to fit (a 65-character name is not the run of its first
+ * 64). */
 static struct run *run_find(struct runs *r, const char *id)
 {
+	if (!runs_id_valid(id))
+		return NULL;
 	bool found;
 	long i = run_index(r, id, &found);
 	return found ? r->runs[i] : NULL;
@@ -141,6 +146,8 @@ static void run_free(struct run *run)
 
 static struct run *run_insert(struct runs *r, const char *id, enum runstate state)
 {
+	if (!runs_id_valid(id))
+		return NULL;
 	bool found;
 	long i = run_index(r, id, &found);
 	if (found)
@@ -695,6 +702,10 @@ struct runs *runs_open(struct engine *e, const char *state_path, char **err)
 	int bad = 0;
 	for (size_t i = 0; i < ids.n && !bad; i++) {
 		enum runstate st = states[i];
+		/* Written by no skillfs: it could not be shown, and is never cut
+		 * to an id it is not. */
+		if (!runs_id_valid(ids.items[i]))
+			continue;
 		struct run *run = run_insert(r, ids.items[i], st);
 		if (!run) {
 			bad = 1;

@@ -61,10 +61,13 @@ void runs_stop(struct runs *r);
  * closes the store. NULL is ignored. */
 void runs_close(struct runs *r);
 
-/* Whether id is a valid run id: 1-64 of A-Za-z0-9._- and not . or .. */
+/* Whether id is a valid run id: 1-RUN_ID_MAX of A-Za-z0-9._- and not .
+ * or .. Every call here taking an id answers an invalid one as it does an
+ * unknown one (-ENOENT, false): an id is never cut to fit. */
 bool runs_id_valid(const char *id);
 
-/* mkdir runs/<id>: -EINVAL for a bad id, -EEXIST when taken. */
+/* mkdir runs/<id>: -EINVAL for a bad id (a longer one too: it is within
+ * the mount's NAME_MAX), -EEXIST when taken. */
 int runs_create(struct runs *r, const char *id);
 /* rmdir runs/<id>: -ENOENT, or -EBUSY while the run is active. */
 int runs_remove(struct runs *r, const char *id);

@@ -304,6 +304,10 @@ static int resolve_runs(struct snapshot *s, struct node *n, const struct comps *
 			return -ENOMEM;
 		return set_owned_text(n, &b, n->mtime);
 	}
+	/* Never cut to fit: an id too long (or otherwise not an id) names no
+	 * run, whatever run its first characters name. */
+	if (!runs_id_valid(p->c[1]))
+		return -ENOENT;
 	snprintf(n->run_id, sizeof n->run_id, "%s", p->c[1]);
 	size_t off = 0;
 	n->run_sub[0] = '\0';
@@ -699,7 +703,7 @@ bool view_run_of(const char *path, char *id, size_t size)
 		return false;
 	memcpy(id, p, (size_t)(slash - p));
 	id[slash - p] = '\0';
-	return true;
+	return runs_id_valid(id);
 }
 
 bool view_run_file(const char *path, char *id, size_t size, const char **name)

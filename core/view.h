@@ -66,8 +66,9 @@ bool view_skill_of(const char *path, const char **name, size_t *len);
  * copies the id into id (size bytes) and points *name at the file name. */
 bool view_run_file(const char *path, char *id, size_t size, const char **name);
 
-/* Whether path is inside a run directory (runs/<id>/..., at any depth):
- * copies the id into id (size bytes). */
+/* Whether path is inside a run directory (runs/<id>/..., at any depth)
+ * and <id> is a valid run id (runs_id_valid) that fits id (size bytes):
+ * copies it there. */
 bool view_run_of(const char *path, char *id, size_t size);
 
 #endif
