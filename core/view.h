@@ -26,7 +26,12 @@ enum view_cache { VIEW_STATIC, VIEW_LIVE };
 
 struct view_attr {
 	enum view_type type;
-	mode_t perm;          /* 0444 / 0555, or writable run files */
+	mode_t perm;          /* 0444 / 0555, or writable run files, or a
+	                         run's own (runs_set_allow_other) */
+	bool owned;           /* under runs/<id>: uid and gid are the run's
+	                         owner; else the mount's user owns it */
+	uid_t uid;
+	gid_t gid;
 	uint64_t size;        /* exactly the bytes a read returns */
 	struct timespec mtime;
 	enum view_cache cache;

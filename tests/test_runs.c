@@ -1,5 +1,5 @@
-/* Unit tests for core/runs: which ids name a run (DESIGN.md section 6;
- * issue "Confinement").
+/* Unit tests for core/runs: who a run belongs to, what its files show of
+ * it, and which ids name a run (DESIGN.md section 6; issue "Confinement").
  * The engine is opened without its watcher; the run manager with its
  * workers, over a state database in a temporary directory. */
 #include <stdarg.h>
@@ -17,6 +17,7 @@
 
 #include "engine.h"
 #include "runs.h"
+#include "store.h"
 #include "strlist.h"
 #include "view.h"
 
@@ -114,7 +115,7 @@ static void test_sec6_overlong_id_names_no_run(void **state)
 	char *id64 = repeat('a', RUN_ID_MAX, "");
 	char *id65 = repeat('a', RUN_ID_MAX, "b");
 	char *id100 = repeat('a', 100, "");
-	assert_int_equal(runs_create(r, id64), 0);
+	assert_int_equal(runs_create(r, id64, getuid(), getgid()), 0);
 	struct view_attr a;
 	assert_int_equal(attr_rc_f(f->e, &a, "runs/%s", id64), 0);
 	assert_int_equal(attr_rc_f(f->e, &a, "runs/%s/status", id64), 0);
@@ -154,25 +155,164 @@ static void test_sec6_overlong_id_names_no_run(void **state)
 	char status[64];
 	uint64_t handle = 0;
 	assert_int_equal(runs_wait(r, id65, NULL, NULL, status, sizeof status, &handle), -ENOENT);
-	assert_int_equal(runs_remove(r, id65), -ENOENT);
+	assert_int_equal(runs_access(r, id65, getuid()), -ENOENT);
+	assert_int_equal(runs_remove(r, id65, getuid()), -ENOENT);
 	/* mkdir: within NAME_MAX, so EINVAL (not ENAMETOOLONG). */
-	assert_int_equal(runs_create(r, id65), -EINVAL);
-	assert_int_equal(runs_create(r, "bad:id"), -EINVAL);
+	assert_int_equal(runs_create(r, id65, getuid(), getgid()), -EINVAL);
+	assert_int_equal(runs_create(r, "bad:id", getuid(), getgid()), -EINVAL);
 	assert_true(runs_exists(r, id64));
 	assert_int_equal(runs_list(r, &names), 0);
 	assert_int_equal(names.n, 1);
 	assert_string_equal(names.items[0], id64);
 	strlist_free(&names);
-	assert_int_equal(runs_remove(r, id64), 0);
+	assert_int_equal(runs_remove(r, id64, getuid()), 0);
 	free(id64);
 	free(id65);
 	free(id100);
+}
+
+/* A run is its maker's: the uid and gid of its mkdir, on its directory and
+ * on every file in it; the modes stay as they were while the mount is the
+ * mounting user's alone. */
+static void test_owner_is_reported_without_allow_other(void **state)
+{
+	struct fixture *f = *state;
+	start_runs(f);
+	struct runs *r = engine_runs(f->e);
+	assert_int_equal(runs_create(r, "r1", 65534, 65533), 0);
+	struct view_attr a;
+	assert_int_equal(attr_rc(f->e, "runs", &a), 0);
+	assert_int_equal(a.perm, 0755);
+	assert_false(a.owned);
+	assert_int_equal(attr_rc(f->e, "runs/new", &a), 0);
+	assert_false(a.owned);
+	const struct {
+		const char *path;
+		mode_t perm;
+	} want[] = {
+		{ "runs/r1", 0555 }, { "runs/r1/prompt", 0644 }, { "runs/r1/ctl", 0644 },
+		{ "runs/r1/status", 0444 }, { "runs/r1/wait", 0444 }, { "runs/r1/input", 0444 },
+	};
+	for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+		assert_int_equal(attr_rc(f->e, want[i].path, &a), 0);
+		assert_true(a.owned);
+		assert_int_equal(a.uid, 65534);
+		assert_int_equal(a.gid, 65533);
+		assert_int_equal(a.perm, want[i].perm);
+	}
+	/* Anyone who reaches the mount (only its user) may use the run. */
+	assert_int_equal(runs_access(r, "r1", 65532), 0);
+	assert_int_equal(runs_remove(r, "r1", 65532), 0);
+}
+
+/* With allow_other, runs/ takes anyone's mkdir (01777), a run is 0700 and
+ * its files 0600 or 0400, and no one but its owner and root gets in or
+ * removes it. */
+static void test_allow_other_makes_runs_private(void **state)
+{
+	struct fixture *f = *state;
+	start_runs(f);
+	struct runs *r = engine_runs(f->e);
+	runs_set_allow_other(r, true);
+	assert_int_equal(runs_dir_perm(r), 01777);
+	assert_int_equal(runs_create(r, "mine", 65534, 65534), 0);
+	struct view_attr a;
+	assert_int_equal(attr_rc(f->e, "runs", &a), 0);
+	assert_int_equal(a.perm, 01777);
+	assert_int_equal(attr_rc(f->e, "runs/new", &a), 0);
+	assert_int_equal(a.perm, 0444); /* everyone may read a fresh id */
+	const struct {
+		const char *path;
+		mode_t perm;
+	} want[] = {
+		{ "runs/mine", 0700 }, { "runs/mine/prompt", 0600 }, { "runs/mine/config", 0600 },
+		{ "runs/mine/skills", 0600 }, { "runs/mine/ctl", 0600 },
+		{ "runs/mine/status", 0400 }, { "runs/mine/wait", 0400 },
+		{ "runs/mine/input", 0400 }, { "runs/mine/transcript", 0400 },
+		{ "runs/mine/info.json", 0400 },
+	};
+	for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+		assert_int_equal(attr_rc(f->e, want[i].path, &a), 0);
+		assert_true(a.owned);
+		assert_int_equal(a.uid, 65534);
+		assert_int_equal(a.gid, 65534);
+		assert_int_equal(a.perm, want[i].perm);
+	}
+	assert_int_equal(runs_access(r, "mine", 65534), 0);
+	assert_int_equal(runs_access(r, "mine", 0), 0);
+	assert_int_equal(runs_access(r, "mine", 65533), -EACCES);
+	assert_int_equal(runs_access(r, "mine", 1000), -EACCES);
+	assert_int_equal(runs_remove(r, "mine", 65533), -EPERM);
+	assert_true(runs_exists(r, "mine"));
+	/* Started: the prompt is read-only now, 0400. */
+	assert_int_equal(runs_write(r, "mine", "prompt", "hi", 2, 0), 2);
+	uint64_t t = runs_open_writer(r, "mine", "prompt");
+	assert_int_equal(runs_close_writer(r, "mine", "prompt", t, true), 0);
+	assert_int_equal(attr_rc(f->e, "runs/mine/prompt", &a), 0);
+	assert_int_equal(a.perm, 0400);
+	char status[64];
+	uint64_t handle = 0;
+	for (int i = 0; i < 500; i++) {
+		enum runstate st;
+		assert_int_equal(runs_state(r, "mine", &st), 0);
+		if (runstate_is_terminal(st))
+			break;
+		usleep(10000);
+	}
+	assert_int_equal(runs_wait(r, "mine", NULL, NULL, status, sizeof status, &handle), 0);
+	assert_string_equal(status, "completed");
+	assert_int_equal(runs_remove(r, "mine", 65533), -EPERM);
+	assert_int_equal(runs_remove(r, "mine", 65534), 0);
+	/* Root may remove anyone's. */
+	assert_int_equal(runs_create(r, "theirs", 65533, 65533), 0);
+	assert_int_equal(runs_remove(r, "theirs", 0), 0);
+}
+
+/* The owner is stored with the run; a run made before owners were kept
+ * (no owner recorded) is the daemon's user's. */
+static void test_owner_survives_a_remount_and_old_runs_are_the_daemons(void **state)
+{
+	struct fixture *f = *state;
+	char *dir = test_join(f->root, "state");
+	assert_int_equal(mkdir(dir, 0700), 0);
+	free(dir);
+	char *err = NULL;
+	struct store *st = store_open(f->db, &err);
+	assert_non_null(st);
+	assert_int_equal(store_run_create(st, "legacy", NULL), 0);
+	store_close(st);
+
+	start_runs(f);
+	struct runs *r = engine_runs(f->e);
+	runs_set_allow_other(r, true);
+	assert_int_equal(runs_create(r, "kept", 65534, 65533), 0);
+	struct view_attr a;
+	assert_int_equal(attr_rc(f->e, "runs/legacy", &a), 0);
+	assert_int_equal(a.uid, getuid());
+	assert_int_equal(a.gid, getgid());
+	assert_int_equal(a.perm, 0700);
+	engine_stop_runs(f->e);
+
+	start_runs(f);
+	r = engine_runs(f->e);
+	runs_set_allow_other(r, true);
+	assert_int_equal(attr_rc(f->e, "runs/kept/prompt", &a), 0);
+	assert_int_equal(a.uid, 65534);
+	assert_int_equal(a.gid, 65533);
+	assert_int_equal(a.perm, 0600);
+	assert_int_equal(runs_access(r, "kept", 65533), -EACCES);
+	assert_int_equal(runs_access(r, "legacy", getuid()), 0);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_sec6_overlong_id_names_no_run, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_owner_is_reported_without_allow_other, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_allow_other_makes_runs_private, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_owner_survives_a_remount_and_old_runs_are_the_daemons, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
