@@ -29,6 +29,8 @@
 struct run {
 	char id[RUN_ID_MAX + 1];
 	uint64_t serial;         /* tells this run from an earlier one of its id */
+	uid_t uid;               /* who made it (its mkdir's caller) */
+	gid_t gid;
 	enum runstate state;
 	struct timespec changed; /* last change of anything: the files' mtime */
 	/* Before the prompt is closed: */
@@ -90,6 +92,10 @@ struct runs {
 	runs_change_fn change_fn;
 	void *change_arg;
 
+	bool allow_other; /* other users reach the mount: runs are private */
+	uid_t daemon_uid; /* the owner of runs made before owners were kept */
+	gid_t daemon_gid;
+
 	struct timespec listing_changed; /* runs/ mtime: a run came or went */
 	struct timespec opened; /* runs/new's mtime: its content is new at
 				   each read, its attributes never change (tar
@@ -117,8 +123,13 @@ static long run_index(struct runs *r, const char *id, bool *found)
 	return (long)lo;
 }
 
+/* The run called id, or NULL. An id that is not valid names no run: it
+ * is never cut to fit (a 65-character name is not the run of its first
+ * 64). */
 static struct run *run_find(struct runs *r, const char *id)
 {
+	if (!runs_id_valid(id))
+		return NULL;
 	bool found;
 	long i = run_index(r, id, &found);
 	return found ? r->runs[i] : NULL;
@@ -137,8 +148,11 @@ static void run_free(struct run *run)
 	free(run);
 }
 
-static struct run *run_insert(struct runs *r, const char *id, enum runstate state)
+static struct run *run_insert(struct runs *r, const char *id, enum runstate state, uid_t uid,
+			      gid_t gid)
 {
+	if (!runs_id_valid(id))
+		return NULL;
 	bool found;
 	long i = run_index(r, id, &found);
 	if (found)
@@ -157,6 +171,8 @@ static struct run *run_insert(struct runs *r, const char *id, enum runstate stat
 	snprintf(run->id, sizeof run->id, "%s", id);
 	run->serial = ++r->next_serial;
 	run->state = state;
+	run->uid = uid;
+	run->gid = gid;
 	run->config = strdup("default");
 	if (!run->config) {
 		free(run);
@@ -657,6 +673,8 @@ struct runs *runs_open(struct engine *e, const char *state_path, char **err)
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->work, NULL);
 	r->next_handle = 1;
+	r->daemon_uid = getuid();
+	r->daemon_gid = getgid();
 
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof dir, "%s", state_path);
@@ -702,7 +720,19 @@ struct runs *runs_open(struct engine *e, const char *state_path, char **err)
 	int bad = 0;
 	for (size_t i = 0; i < ids.n && !bad; i++) {
 		enum runstate st = states[i];
-		struct run *run = run_insert(r, ids.items[i], st);
+		/* Written by no skillfs: it could not be shown, and is never cut
+		 * to an id it is not. */
+		if (!runs_id_valid(ids.items[i]))
+			continue;
+		/* A run made before owners were kept (or whose owner cannot be
+		 * read) is the daemon's user's, as it was then. */
+		int64_t uid = -1, gid = -1;
+		if (store_run_owner(r->store, ids.items[i], &uid, &gid, NULL) < 0 || uid < 0 ||
+		    gid < 0) {
+			uid = r->daemon_uid;
+			gid = r->daemon_gid;
+		}
+		struct run *run = run_insert(r, ids.items[i], st, (uid_t)uid, (gid_t)gid);
 		if (!run) {
 			bad = 1;
 			break;
@@ -766,6 +796,32 @@ void runs_set_change_fn(struct runs *r, runs_change_fn fn, void *arg)
 	r->change_arg = arg;
 }
 
+void runs_set_allow_other(struct runs *r, bool allow_other)
+{
+	r->allow_other = allow_other;
+}
+
+mode_t runs_dir_perm(const struct runs *r)
+{
+	return r->allow_other ? 01777 : 0755;
+}
+
+/* Whether uid may look into and act on run: always when the mount is the
+ * mounting user's alone; else its owner and root only. */
+static bool may_use(const struct runs *r, const struct run *run, uid_t uid)
+{
+	return !r->allow_other || uid == 0 || uid == run->uid;
+}
+
+int runs_access(struct runs *r, const char *id, uid_t uid)
+{
+	pthread_mutex_lock(&r->lock);
+	struct run *run = run_find(r, id);
+	int rc = !run ? -ENOENT : may_use(r, run, uid) ? 0 : -EACCES;
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
 void runs_stop(struct runs *r)
 {
 	if (!r)
@@ -816,7 +872,7 @@ static void remove_tree(const char *path)
 	nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-int runs_create(struct runs *r, const char *id)
+int runs_create(struct runs *r, const char *id, uid_t uid, gid_t gid)
 {
 	if (!runs_id_valid(id))
 		return -EINVAL;
@@ -825,8 +881,8 @@ int runs_create(struct runs *r, const char *id)
 		pthread_mutex_unlock(&r->lock);
 		return -EEXIST;
 	}
-	int rc = store_run_create(r->store, id, NULL);
-	if (rc == 0 && !run_insert(r, id, RUNSTATE_CREATED)) {
+	int rc = store_run_create_owned(r->store, id, (int64_t)uid, (int64_t)gid, NULL);
+	if (rc == 0 && !run_insert(r, id, RUNSTATE_CREATED, uid, gid)) {
 		store_run_delete(r->store, id, NULL);
 		rc = -ENOMEM;
 	}
@@ -838,13 +894,15 @@ int runs_create(struct runs *r, const char *id)
 	return rc;
 }
 
-int runs_remove(struct runs *r, const char *id)
+int runs_remove(struct runs *r, const char *id, uid_t uid)
 {
 	pthread_mutex_lock(&r->lock);
 	struct run *run = run_find(r, id);
 	int rc = 0;
 	if (!run)
 		rc = -ENOENT;
+	else if (!may_use(r, run, uid))
+		rc = -EPERM; /* as the sticky bit of runs/ says */
 	else if (run->busy || (run->state != RUNSTATE_CREATED && !runstate_is_terminal(run->state)))
 		rc = -EBUSY;
 	else
@@ -906,6 +964,8 @@ int runs_state(struct runs *r, const char *id, enum runstate *out)
 /* What a file needs from the in-memory run, copied under the lock. */
 struct run_view {
 	enum runstate state;
+	uid_t uid;
+	gid_t gid;
 	struct timespec changed;
 	struct buf prompt;
 	char config[CONFIG_NAME_MAX + 1];
@@ -921,6 +981,8 @@ static int run_view_get(struct runs *r, const char *id, struct run_view *v)
 	int rc = run ? 0 : -ENOENT;
 	if (run) {
 		v->state = run->state;
+		v->uid = run->uid;
+		v->gid = run->gid;
 		v->changed = run->changed;
 		v->busy = run->busy;
 		snprintf(v->config, sizeof v->config, "%s", run->config);
@@ -1304,6 +1366,14 @@ static int run_lookup(struct runs *r, const char *id, const char *sub, struct st
 	}
 	if (rc < 0 && f)
 		buf_free(&f->data);
+	if (rc == 0 && f) {
+		f->uid = v.uid;
+		f->gid = v.gid;
+		/* Shared with other users: the run is its owner's alone (the
+		 * kernel checks these modes: default_permissions). */
+		if (r->allow_other)
+			f->perm = f->dir ? 0700 : (f->perm & 0222) ? 0600 : 0400;
+	}
 	chat_rows_free(chats, nchats);
 	run_row_free(&row);
 	run_view_free(&v);

@@ -51,6 +51,24 @@ struct runs *runs_open(struct engine *e, const char *state_path, char **err);
 /* Sets the change callback (before any run can change). */
 void runs_set_change_fn(struct runs *r, runs_change_fn fn, void *arg);
 
+/* Whether users other than the mounting one reach the mount (FUSE's
+ * allow_other). Off: every run shows the modes it always had (the
+ * mounting user alone gets in). On: a run is its owner's alone: its
+ * directories are 0700 and its files 0600 or 0400 (writable or not), owned
+ * by the uid and gid that made it; runs/ is 01777, so that anyone can make
+ * a run and only its owner (or root) remove it; runs_access and
+ * runs_remove refuse everyone else. Call before the mount serves
+ * requests. */
+void runs_set_allow_other(struct runs *r, bool allow_other);
+
+/* The mode bits of runs/ itself: 0755, or 01777 with allow_other. */
+mode_t runs_dir_perm(const struct runs *r);
+
+/* Whether user uid may look into run id, read its files and write them
+ * (as their modes say): 0; -EACCES when allow_other is on and uid is
+ * neither the run's owner nor root; -ENOENT when there is no such run. */
+int runs_access(struct runs *r, const char *id, uid_t uid);
+
 /* Begins shutdown: answers every pending wait with EINTR (and any later
  * one), and tells the workers to stop after the current step. Does not
  * block. */
@@ -61,13 +79,18 @@ void runs_stop(struct runs *r);
  * closes the store. NULL is ignored. */
 void runs_close(struct runs *r);
 
-/* Whether id is a valid run id: 1-64 of A-Za-z0-9._- and not . or .. */
+/* Whether id is a valid run id: 1-RUN_ID_MAX of A-Za-z0-9._- and not .
+ * or .. Every call here taking an id answers an invalid one as it does an
+ * unknown one (-ENOENT, false): an id is never cut to fit. */
 bool runs_id_valid(const char *id);
 
-/* mkdir runs/<id>: -EINVAL for a bad id, -EEXIST when taken. */
-int runs_create(struct runs *r, const char *id);
-/* rmdir runs/<id>: -ENOENT, or -EBUSY while the run is active. */
-int runs_remove(struct runs *r, const char *id);
+/* mkdir runs/<id> by user uid (group gid), who owns the run from now:
+ * -EINVAL for a bad id (a longer one too: it is within the mount's
+ * NAME_MAX), -EEXIST when taken. */
+int runs_create(struct runs *r, const char *id, uid_t uid, gid_t gid);
+/* rmdir runs/<id> by user uid: -ENOENT; -EPERM when allow_other is on and
+ * uid is neither the owner nor root; -EBUSY while the run is active. */
+int runs_remove(struct runs *r, const char *id, uid_t uid);
 /* A fresh id no run uses (creates nothing), NUL-terminated, new at each
  * call: scripts reading runs/new at once get different ids. Every id has
  * the same length (what stat says of runs/new); *mtime (may be NULL) is
@@ -82,8 +105,13 @@ bool runs_exists(struct runs *r, const char *id);
 
 /* One file of a run as the mount shows it. */
 struct run_file {
-	bool dir;              /* subagents/ and subagents/<chat>/ */
-	mode_t perm;           /* 0444, or 0644 while writable */
+	bool dir;              /* the run's directory, subagents/ and
+	                          subagents/<chat>/ */
+	mode_t perm;           /* 0555 for a directory, 0444 for a file, 0644
+	                          while writable; with allow_other 0700, 0400
+	                          and 0600 */
+	uid_t uid;             /* the run's owner */
+	gid_t gid;
 	struct buf data;       /* the bytes (files only) */
 	struct timespec mtime;
 };

@@ -124,6 +124,10 @@ static const char *const migrations[] = {
 	"INSERT INTO events_v4 SELECT run_id, seq, ts, type, json FROM events;"
 	"DROP TABLE events;"
 	"ALTER TABLE events_v4 RENAME TO events;",
+	/* 4 -> 5: who made the run (the uid and gid of its mkdir); NULL for
+	 * runs made before, which belong to the daemon's user. */
+	"ALTER TABLE runs ADD COLUMN owner_uid INTEGER;"
+	"ALTER TABLE runs ADD COLUMN owner_gid INTEGER;",
 };
 
 _Static_assert(sizeof migrations / sizeof *migrations == STORE_SCHEMA_VERSION,
@@ -603,25 +607,102 @@ void store_close(struct store *st)
 
 int store_run_create(struct store *st, const char *id, char **err)
 {
+	return store_run_create_owned(st, id, -1, -1, err);
+}
+
+/* An owner id as stored: NULL (-1, unknown) or a uid/gid of 0 .. 2^32-2. */
+static void bind_owner(sqlite3_stmt *s, int i, int64_t v)
+{
+	if (v < 0)
+		sqlite3_bind_null(s, i);
+	else
+		sqlite3_bind_int64(s, i, v);
+}
+
+static bool owner_ok(int64_t v)
+{
+	return v >= -1 && v < (int64_t)UINT32_MAX;
+}
+
+int store_run_create_owned(struct store *st, const char *id, int64_t uid, int64_t gid,
+			   char **err)
+{
 	if (empty(id)) {
 		set_err(err, "a run id cannot be empty");
+		return -EINVAL;
+	}
+	if (!owner_ok(uid) || !owner_ok(gid) || (uid < 0) != (gid < 0)) {
+		set_err(err, "run '%s': a bad owner (uid %lld, gid %lld)", id,
+			(long long)uid, (long long)gid);
 		return -EINVAL;
 	}
 	lock(st);
 	sqlite3_stmt *s;
 	int rc = prepare(st,
-		"INSERT OR IGNORE INTO runs (id, state, created_at, updated_at) "
-		"VALUES (?1, ?2, ?3, ?3)", &s, err);
+		"INSERT OR IGNORE INTO runs (id, state, created_at, updated_at, "
+		"owner_uid, owner_gid) VALUES (?1, ?2, ?3, ?3, ?4, ?5)", &s, err);
 	if (rc == 0) {
 		sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
 		sqlite3_bind_text(s, 2, runstate_name(RUNSTATE_CREATED), -1,
 				  SQLITE_STATIC);
 		sqlite3_bind_int64(s, 3, now_ns());
+		bind_owner(s, 4, uid);
+		bind_owner(s, 5, gid);
 		rc = step_done(st, s, "creating a run", err);
 	}
 	if (rc == 0 && sqlite3_changes(st->db) == 0) {
 		set_err(err, "run '%s' already exists", id);
 		rc = -EEXIST;
+	}
+	unlock(st);
+	return rc;
+}
+
+/* Column i as an owner id: -1 when NULL (a run made before schema 5), or
+ * -EIO for anything that is no uid or gid. */
+static int col_owner(sqlite3_stmt *s, int i, int64_t *out, const char *id, char **err)
+{
+	*out = -1;
+	if (sqlite3_column_type(s, i) == SQLITE_NULL)
+		return 0;
+	int64_t v = sqlite3_column_int64(s, i);
+	if (sqlite3_column_type(s, i) != SQLITE_INTEGER || v < 0 || !owner_ok(v)) {
+		set_err(err, "state database: run '%s' has a bad owner", id);
+		return -EIO;
+	}
+	*out = v;
+	return 0;
+}
+
+int store_run_owner(struct store *st, const char *id, int64_t *uid, int64_t *gid,
+		    char **err)
+{
+	*uid = *gid = -1;
+	if (empty(id))
+		return no_run("", err);
+	lock(st);
+	sqlite3_stmt *s;
+	int rc = prepare(st, "SELECT owner_uid, owner_gid FROM runs WHERE id = ?1", &s, err);
+	if (rc == 0) {
+		sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+		int step = sqlite3_step(s);
+		if (step == SQLITE_ROW) {
+			rc = col_owner(s, 0, uid, id, err);
+			if (rc == 0)
+				rc = col_owner(s, 1, gid, id, err);
+			/* Both or neither: half an owner is none. */
+			if (rc == 0 && (*uid < 0) != (*gid < 0)) {
+				set_err(err, "state database: run '%s' has half an owner", id);
+				rc = -EIO;
+			}
+			if (rc != 0)
+				*uid = *gid = -1;
+		} else if (step == SQLITE_DONE) {
+			rc = no_run(id, err);
+		} else {
+			rc = db_fail(st, err, "reading a run's owner");
+		}
+		release(st, s);
 	}
 	unlock(st);
 	return rc;
@@ -666,7 +747,10 @@ static int read_run(sqlite3_stmt *s, struct run_row *r, char **err)
 		r->updated_at = sqlite3_column_int64(s, 16);
 		r->started_at = sqlite3_column_int64(s, 17);
 		r->finished_at = sqlite3_column_int64(s, 18);
+		rc = col_owner(s, 19, &r->owner_uid, id, err);
 	}
+	if (rc == 0)
+		rc = col_owner(s, 20, &r->owner_gid, id, err);
 	return rc;
 }
 
@@ -681,8 +765,8 @@ int store_run_get(struct store *st, const char *id, struct run_row *out,
 	int rc = prepare(st,
 		"SELECT id, seq, config, prompt, forced_skills, allowed_tools, "
 		"state, mode, chat_id, model, error, result, pending, input, "
-		"usage, created_at, updated_at, started_at, finished_at "
-		"FROM runs WHERE id = ?1", &s, err);
+		"usage, created_at, updated_at, started_at, finished_at, "
+		"owner_uid, owner_gid FROM runs WHERE id = ?1", &s, err);
 	if (rc == 0) {
 		sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
 		int step = sqlite3_step(s);

@@ -13,6 +13,8 @@
  *   3  chats.tools (NULL for chats written before)
  *   4  fewer pages per commit: no index of runs by state, events keyed
  *      by (run_id, seq) alone (WITHOUT ROWID)
+ *   5  runs.owner_uid, runs.owner_gid: who made the run (NULL for rows
+ *      written before: the daemon's user owns those)
  * A database of a newer version than STORE_SCHEMA_VERSION is refused.
  *
  * Durability: WAL journal with synchronous=NORMAL. Every call returns only
@@ -45,7 +47,7 @@
 #include "runstate.h"
 #include "strlist.h"
 
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 
 struct store;
 
@@ -73,6 +75,8 @@ struct run_row {
 	int64_t updated_at;   /* last write touching the run */
 	int64_t started_at;   /* first move to running */
 	int64_t finished_at;  /* move to a terminal state */
+	int64_t owner_uid;    /* who made the run (uid and gid), -1 when */
+	int64_t owner_gid;    /* not recorded (made before schema 5) */
 };
 
 /* One chat of a run (a sub-agent; the main chat may have a row too). */
@@ -122,9 +126,20 @@ struct store *store_open(const char *path, char **err);
  * be in progress or follow. */
 void store_close(struct store *st);
 
-/* Adds a run in state created, config "default", no forced skills.
- * -EEXIST when id is taken; -EINVAL for an empty id. */
+/* Adds a run in state created, config "default", no forced skills, and
+ * no recorded owner. -EEXIST when id is taken; -EINVAL for an empty id. */
 int store_run_create(struct store *st, const char *id, char **err);
+
+/* As store_run_create, recording the run's owner: uid and gid (both 0 ..
+ * 2^32-2), or both -1 for none. -EINVAL for any other pair. */
+int store_run_create_owned(struct store *st, const char *id, int64_t uid, int64_t gid,
+			   char **err);
+
+/* The owner of a run as recorded: *uid and *gid, both -1 when none was
+ * (a run made before schema 5, or by store_run_create). -ENOENT when there
+ * is no run; -EIO (and -1, -1) when the stored owner is no uid and gid. */
+int store_run_owner(struct store *st, const char *id, int64_t *uid, int64_t *gid,
+		    char **err);
 
 /* Reads a run into *out (zeroed first; free with run_row_free). -ENOENT when
  * there is none; -EIO when a stored value cannot be understood. */

@@ -102,6 +102,9 @@ struct node {
 	bool live;          /* changes at any time: never cached */
 	bool name_stable;   /* see view_attr */
 	mode_t perm;        /* 0 = the default for the type */
+	bool owned;         /* a run's: uid and gid are its owner */
+	uid_t uid;
+	gid_t gid;
 	char run_id[RUN_ID_MAX + 1];
 	char run_sub[PATH_MAX];
 };
@@ -291,7 +294,7 @@ static int resolve_runs(struct snapshot *s, struct node *n, const struct comps *
 		n->live = false; /* invalidated when a run comes or goes */
 		n->kind = N_RUNS;
 		n->type = VIEW_DIR;
-		n->perm = 0755; /* runs are made and removed here (mkdir, rmdir) */
+		n->perm = runs_dir_perm(rr); /* runs are made and removed here */
 		return 0;
 	}
 	if (p->n == 2 && strcmp(p->c[1], "new") == 0) {
@@ -304,6 +307,10 @@ static int resolve_runs(struct snapshot *s, struct node *n, const struct comps *
 			return -ENOMEM;
 		return set_owned_text(n, &b, n->mtime);
 	}
+	/* Never cut to fit: an id too long (or otherwise not an id) names no
+	 * run, whatever run its first characters name. */
+	if (!runs_id_valid(p->c[1]))
+		return -ENOENT;
 	snprintf(n->run_id, sizeof n->run_id, "%s", p->c[1]);
 	size_t off = 0;
 	n->run_sub[0] = '\0';
@@ -319,6 +326,9 @@ static int resolve_runs(struct snapshot *s, struct node *n, const struct comps *
 	if (rc < 0)
 		return rc;
 	n->perm = f.perm;
+	n->owned = true;
+	n->uid = f.uid;
+	n->gid = f.gid;
 	n->mtime = f.mtime;
 	n->name_stable = p->n == 2 || (p->n == 3 && runs_file_always_present(p->c[2]));
 	if (f.dir) {
@@ -424,6 +434,9 @@ int view_getattr(struct snapshot *s, const char *path, struct view_attr *a)
 		a->mtime = n.mtime;
 		a->cache = n.live ? VIEW_LIVE : VIEW_STATIC;
 		a->name_stable = n.name_stable;
+		a->owned = n.owned;
+		a->uid = n.uid;
+		a->gid = n.gid;
 	}
 	node_release(&n);
 	return rc;
@@ -699,7 +712,7 @@ bool view_run_of(const char *path, char *id, size_t size)
 		return false;
 	memcpy(id, p, (size_t)(slash - p));
 	id[slash - p] = '\0';
-	return true;
+	return runs_id_valid(id);
 }
 
 bool view_run_file(const char *path, char *id, size_t size, const char **name)

@@ -26,7 +26,12 @@ enum view_cache { VIEW_STATIC, VIEW_LIVE };
 
 struct view_attr {
 	enum view_type type;
-	mode_t perm;          /* 0444 / 0555, or writable run files */
+	mode_t perm;          /* 0444 / 0555, or writable run files, or a
+	                         run's own (runs_set_allow_other) */
+	bool owned;           /* under runs/<id>: uid and gid are the run's
+	                         owner; else the mount's user owns it */
+	uid_t uid;
+	gid_t gid;
 	uint64_t size;        /* exactly the bytes a read returns */
 	struct timespec mtime;
 	enum view_cache cache;
@@ -66,8 +71,9 @@ bool view_skill_of(const char *path, const char **name, size_t *len);
  * copies the id into id (size bytes) and points *name at the file name. */
 bool view_run_file(const char *path, char *id, size_t size, const char **name);
 
-/* Whether path is inside a run directory (runs/<id>/..., at any depth):
- * copies the id into id (size bytes). */
+/* Whether path is inside a run directory (runs/<id>/..., at any depth)
+ * and <id> is a valid run id (runs_id_valid) that fits id (size bytes):
+ * copies it there. */
 bool view_run_of(const char *path, char *id, size_t size);
 
 #endif

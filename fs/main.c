@@ -38,7 +38,7 @@ struct cli {
 	struct strlist dirs;
 	const char *state;
 	bool foreground, debug;
-	const char *fuse_opts;
+	struct buf fuse_opts; /* every -o, joined with commas */
 	const char *mountpoint;
 	bool check;
 };
@@ -81,7 +81,13 @@ static int parse(int argc, char **argv, struct cli *cli)
 			cli->debug = cli->foreground = true;
 			break;
 		case 'o':
-			cli->fuse_opts = optarg;
+			/* Each -o adds to the last (as for mount(8)): a second
+			 * one must not drop, say, allow_other. */
+			if ((cli->fuse_opts.len && buf_puts(&cli->fuse_opts, ",") < 0) ||
+			    buf_puts(&cli->fuse_opts, optarg) < 0) {
+				fprintf(stderr, "skillfs: out of memory\n");
+				return -1;
+			}
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -157,6 +163,7 @@ int main(int argc, char **argv)
 	struct cli cli = { 0 };
 	if (parse(argc, argv, &cli) < 0) {
 		strlist_free(&cli.dirs);
+		buf_free(&cli.fuse_opts);
 		return 2;
 	}
 	struct engine_options eo = {
@@ -170,6 +177,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "skillfs: %s\n", err ? err : "cannot initialise libcurl");
 		free(err);
 		strlist_free(&cli.dirs);
+		buf_free(&cli.fuse_opts);
 		return 1;
 	}
 	struct engine *e = engine_open(&eo, &err);
@@ -177,6 +185,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "skillfs: %s\n", err ? err : "out of memory");
 		free(err);
 		strlist_free(&cli.dirs);
+		buf_free(&cli.fuse_opts);
 		return 1;
 	}
 	int status;
@@ -202,7 +211,7 @@ int main(int argc, char **argv)
 			.mountpoint = mountpoint,
 			.foreground = cli.foreground,
 			.debug = cli.debug,
-			.fuse_opts = cli.fuse_opts,
+			.fuse_opts = cli.fuse_opts.len ? cli.fuse_opts.data : NULL,
 			.state_path = state,
 			.listings = &listings,
 		};
@@ -217,5 +226,6 @@ int main(int argc, char **argv)
 	engine_close(e);
 	model_global_cleanup();
 	strlist_free(&cli.dirs);
+	buf_free(&cli.fuse_opts);
 	return status;
 }

@@ -143,8 +143,10 @@ static void fill_stat(const struct mount *m, uint64_t ino, const struct view_att
 	st->st_ino = ino;
 	st->st_mode = (a->type == VIEW_DIR ? S_IFDIR : S_IFREG) | a->perm;
 	st->st_nlink = a->type == VIEW_DIR ? 2 : 1;
-	st->st_uid = m->uid;
-	st->st_gid = m->gid;
+	/* A run and its files are its owner's; the kernel checks the modes
+	 * against them (default_permissions). */
+	st->st_uid = a->owned ? a->uid : m->uid;
+	st->st_gid = a->owned ? a->gid : m->gid;
 	st->st_size = (off_t)a->size;
 	st->st_blksize = 4096;
 	st->st_blocks = (blkcnt_t)((a->size + 511) / 512);
@@ -163,6 +165,26 @@ static void set_timeouts(struct fuse_entry_param *e, const struct view_attr *a)
 {
 	e->attr_timeout = timeout_of(a);
 	e->entry_timeout = a->name_stable ? STATIC_TIMEOUT : e->attr_timeout;
+}
+
+/* Whether the caller of req may reach into path when it is a run's
+ * directory or anything in it (runs/<id>, runs/<id>/...): the run manager
+ * decides (runs_access). The kernel checks the same through the modes
+ * (default_permissions); this holds even where it would not. Returns 0
+ * (also for any other path, and for no such run: the view says ENOENT) or
+ * -EACCES. */
+static int run_access(struct mount *m, fuse_req_t req, const char *path)
+{
+	char id[RUN_ID_MAX + 1];
+	if (!m->runs || strncmp(path, "runs/", 5) != 0)
+		return 0;
+	if (!view_run_of(path, id, sizeof id)) {
+		const char *p = path + 5;
+		if (strchr(p, '/') || strlen(p) >= sizeof id || strcmp(p, "new") == 0)
+			return 0;
+		memcpy(id, p, strlen(p) + 1);
+	}
+	return runs_access(m->runs, id, fuse_req_ctx(req)->uid) == -EACCES ? -EACCES : 0;
 }
 
 /* The path of a (parent, name) pair. Returns 0 or a negative errno. */
@@ -191,6 +213,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct mount *m = M(req);
 	char path[4096], ppath[4096];
 	int rc = child_path(m, parent, name, path, sizeof path, ppath, sizeof ppath);
+	if (rc == 0)
+		rc = run_access(m, req, ppath);
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -271,6 +295,11 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		/* O_TRUNC arrives here (atomic_o_trunc), not as a SETATTR. */
 		char id[RUN_ID_MAX + 1];
 		const char *name;
+		rc = run_access(m, req, path);
+		if (rc < 0) {
+			fuse_reply_err(req, -rc);
+			return;
+		}
 		/* A file that cannot be written now cannot be opened to
 		 * write either (root passes default_permissions). */
 		bool writing = (fi->flags & O_ACCMODE) != O_RDONLY;
@@ -527,6 +556,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 	struct mount *m = M(req);
 	char path[4096];
 	int rc = nodes_path(&m->nodes, ino, path, sizeof path);
+	if (rc == 0)
+		rc = run_access(m, req, path);
 	struct snapshot *s = engine_snapshot(m->engine);
 	size_t place = 0;
 	struct listing *l = rc == 0 ? listing_for(m, ino, path, s, off, &place, &rc) : NULL;
@@ -883,7 +914,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	(void)fi;
 	struct mount *m = M(req);
 	struct run_ref ref;
-	int rc = run_file_of(m, ino, &ref) ? 0 : -EACCES;
+	int rc = run_file_of(m, ino, &ref) ? run_access(m, req, ref.path) : -EACCES;
 	if (rc == 0 && (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
 		rc = -EACCES;
 	if (rc == 0 && (to_set & FUSE_SET_ATTR_SIZE))
@@ -927,7 +958,9 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 		fuse_reply_err(req, EACCES);
 		return;
 	}
-	int rc = runs_create(m->runs, name);
+	/* The run is its maker's (runs_set_allow_other). */
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	int rc = runs_create(m->runs, name, ctx->uid, ctx->gid);
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -942,7 +975,7 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, EACCES);
 		return;
 	}
-	int rc = runs_remove(m->runs, name);
+	int rc = runs_remove(m->runs, name, fuse_req_ctx(req)->uid);
 	char path[4096], ppath[4096];
 	/* The kernel keeps the removed directory dead: a run made again under
 	 * its name needs a new inode. */
@@ -1199,6 +1232,41 @@ static void *signal_main(void *arg)
 	return NULL;
 }
 
+/* Whether the mount options opts (comma separated, or NULL) hold option
+ * name, split and unescaped as libfuse does: a backslash takes the next
+ * character as it is, or three octal digits as one byte. */
+static bool has_option(const char *opts, const char *name)
+{
+	for (const char *p = opts; p && *p;) {
+		char tok[64];
+		size_t len = 0;
+		bool over = false;
+		for (; *p && *p != ','; p++) {
+			char c = *p;
+			if (p[0] == '\\' && p[1]) {
+				p++;
+				if (p[0] >= '0' && p[0] <= '3' && p[1] >= '0' && p[1] <= '7' &&
+				    p[2] >= '0' && p[2] <= '7') {
+					c = (char)((p[0] - '0') * 64 + (p[1] - '0') * 8 + (p[2] - '0'));
+					p += 2;
+				} else {
+					c = *p;
+				}
+			}
+			if (len < sizeof tok - 1)
+				tok[len++] = c;
+			else
+				over = true;
+		}
+		tok[len] = '\0';
+		if (!over && strcmp(tok, name) == 0)
+			return true;
+		if (*p == ',')
+			p++;
+	}
+	return false;
+}
+
 int mount_run(struct engine *e, const struct mount_options *opt)
 {
 	struct mount m;
@@ -1272,6 +1340,11 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 		goto out_unmount;
 	}
 	m.runs = engine_runs(e);
+	/* Other users reach the mount with allow_other, and with allow_root
+	 * (libfuse mounts it allow_other and turns away all but root and us):
+	 * each run is then its maker's alone. */
+	runs_set_allow_other(m.runs, has_option(opt->fuse_opts, "allow_other") ||
+					     has_option(opt->fuse_opts, "allow_root"));
 	if (pthread_create(&m.note_thread, NULL, note_main, &m) == 0) {
 		pthread_setname_np(m.note_thread, "skillfs-notes");
 		m.note_thread_started = true;

@@ -163,6 +163,9 @@ static void test_fresh_database_gets_latest_schema(void **state)
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM "
 			 "pragma_table_info('runs') WHERE name = 'allowed_tools'"),
 			 1);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM "
+			 "pragma_table_info('runs') WHERE name IN "
+			 "('owner_uid', 'owner_gid')"), 2);
 	for (const char *const *t = (const char *const[]){"runs", "messages",
 			"chats", "events", NULL}; *t; t++) {
 		char sql[128];
@@ -255,7 +258,14 @@ static void test_R8_v1_database_migrates_and_legacy_run_has_no_allow_list(
 	assert_int_equal(r.updated_at, 200);
 	assert_int_equal(r.started_at, 150);
 	assert_int_equal(r.finished_at, 0);
+	/* Made before owners were kept: none recorded (the daemon's user). */
+	assert_int_equal(r.owner_uid, -1);
+	assert_int_equal(r.owner_gid, -1);
 	run_row_free(&r);
+	int64_t uid = 0, gid = 0;
+	assert_int_equal(store_run_owner(st, "legacy", &uid, &gid, NULL), 0);
+	assert_int_equal(uid, -1);
+	assert_int_equal(gid, -1);
 
 	json_t *msgs = NULL;
 	assert_int_equal(store_messages(st, "legacy", "main-1", &msgs, NULL), 0);
@@ -421,6 +431,58 @@ static void test_section6_run_create_and_duplicate_id(void **state)
 	free(err);
 	enum runstate s;
 	assert_int_equal(store_run_state(st, "zz", &s, NULL), -ENOENT);
+	store_close(st);
+}
+
+/* A run's owner (the uid and gid of its mkdir) is stored with it; none
+ * is recorded by store_run_create, and a bad one is refused. */
+static void test_run_owner_is_stored(void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	char *err = NULL;
+	assert_int_equal(store_run_create_owned(st, "n", 65534, 65533, NULL), 0);
+	assert_int_equal(store_run_create_owned(st, "root", 0, 0, NULL), 0);
+	assert_int_equal(store_run_create(st, "none", NULL), 0);
+	assert_int_equal(store_run_create_owned(st, "n", 1, 1, NULL), -EEXIST);
+	assert_int_equal(store_run_create_owned(st, "half", 5, -1, &err), -EINVAL);
+	assert_non_null(strstr(err, "half"));
+	free(err);
+	assert_int_equal(store_run_create_owned(st, "big", 4294967295LL, 0, NULL), -EINVAL);
+	assert_int_equal(store_run_create_owned(st, "neg", -2, -2, NULL), -EINVAL);
+	assert_int_equal(store_run_create_owned(st, "", 1, 1, NULL), -EINVAL);
+
+	int64_t uid = 0, gid = 0;
+	assert_int_equal(store_run_owner(st, "n", &uid, &gid, NULL), 0);
+	assert_int_equal(uid, 65534);
+	assert_int_equal(gid, 65533);
+	assert_int_equal(store_run_owner(st, "root", &uid, &gid, NULL), 0);
+	assert_int_equal(uid, 0);
+	assert_int_equal(gid, 0);
+	assert_int_equal(store_run_owner(st, "none", &uid, &gid, NULL), 0);
+	assert_int_equal(uid, -1);
+	assert_int_equal(gid, -1);
+	assert_int_equal(store_run_owner(st, "half", &uid, &gid, NULL), -ENOENT);
+	struct run_row r;
+	assert_int_equal(store_run_get(st, "n", &r, NULL), 0);
+	assert_int_equal(r.owner_uid, 65534);
+	assert_int_equal(r.owner_gid, 65533);
+	run_row_free(&r);
+	store_close(st);
+
+	/* Survives a reopen; an owner that is no uid reads as an error, never
+	 * as some uid. */
+	raw_exec(f->db, "UPDATE runs SET owner_uid = 'x' WHERE id = 'root';"
+			"UPDATE runs SET owner_uid = 7 WHERE id = 'none';");
+	st = open_ok(f->db);
+	assert_int_equal(store_run_owner(st, "n", &uid, &gid, NULL), 0);
+	assert_int_equal(uid, 65534);
+	assert_int_equal(store_run_owner(st, "root", &uid, &gid, NULL), -EIO);
+	assert_int_equal(uid, -1);
+	assert_int_equal(gid, -1);
+	assert_int_equal(store_run_owner(st, "none", &uid, &gid, NULL), -EIO);
+	assert_int_equal(uid, -1);
+	assert_int_equal(gid, -1);
 	store_close(st);
 }
 
@@ -1305,6 +1367,7 @@ int main(void)
 		T(test_newer_schema_is_refused),
 		T(test_foreign_or_broken_files_are_refused),
 		T(test_section6_run_create_and_duplicate_id),
+		T(test_run_owner_is_stored),
 		T(test_section6_config_and_skills_writable_only_while_created),
 		T(test_R6_enqueue_stores_allow_list_and_numbers_in_order),
 		T(test_section6_runs_in_state_follow_enqueue_order),

@@ -831,6 +831,15 @@ static void test_view_run_of(void **state)
 	assert_false(view_run_of("runs/new", id, sizeof id));
 	assert_false(view_run_of("skills/abc/status", id, sizeof id));
 	assert_false(view_run_of("runs/0123456789abcdef/status", id, sizeof id));
+	/* Not a run id: no run's path, whatever buffer it would fit. */
+	char big[256];
+	assert_false(view_run_of("runs/bad:id/status", big, sizeof big));
+	assert_false(view_run_of("runs/../status", big, sizeof big));
+	char long_path[128];
+	snprintf(long_path, sizeof long_path, "runs/%065d/status", 0);
+	assert_false(view_run_of(long_path, big, sizeof big));
+	snprintf(long_path, sizeof long_path, "runs/%064d/status", 0);
+	assert_true(view_run_of(long_path, big, sizeof big));
 }
 
 /* view_run_file: runs/<id>/<name> only, id copied when it fits. */

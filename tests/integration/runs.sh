@@ -701,6 +701,31 @@ PY
 	exec 6<&-
 }
 
+# Section 6: an id is 1-64 characters. A longer name is no run: never the
+# run of its first 64 characters (issue "Confinement", item 6b).
+test_overlong_id_names_no_run() {
+	write_config "$echo_model" 2
+	start_with || return
+	local id64 id65
+	id64=$(printf 'a%.0s' $(seq 1 64))
+	id65=${id64}b
+	mkdir "$MNT/runs/$id64" || { fail "mkdir of a 64-character id failed"; return; }
+	assert_eq created "$(cat "$MNT/runs/$id64/status")" "the 64-character run"
+	expect_fail "No such file or directory" stat "$MNT/runs/$id65"
+	expect_fail "No such file or directory" ls "$MNT/runs/$id65"
+	expect_fail "No such file or directory" stat "$MNT/runs/$id65/status"
+	expect_fail "No such file or directory" cat "$MNT/runs/$id65/status"
+	expect_fail "No such file or directory" bash -c "echo cancel > '$MNT/runs/$id65/ctl'"
+	expect_fail "No such file or directory" bash -c "echo injected > '$MNT/runs/$id65/prompt'"
+	expect_fail "No such file or directory" rmdir "$MNT/runs/$id65"
+	expect_fail "No such file or directory" stat "$MNT/runs/${id64}${id64}"
+	expect_fail "Invalid argument" mkdir "$MNT/runs/$id65"
+	assert_eq "" "$(cat "$MNT/runs/$id64/prompt")" "nothing reached the 64-character run"
+	assert_eq created "$(cat "$MNT/runs/$id64/status")" "the 64-character run is untouched"
+	assert_eq "$(printf '%s\nnew' "$id64")" "$(ls "$MNT/runs")" "runs/ lists the one run"
+	rmdir "$MNT/runs/$id64" || fail "rmdir of the 64-character run failed"
+}
+
 # A command model's program is started ahead of its request (at a run's
 # start, and after a reply with tool calls): each one is fed by the turn it
 # was started for, or killed and reaped when that turn never comes.

@@ -1,0 +1,318 @@
+/* Unit tests for core/runs: who a run belongs to, what its files show of
+ * it, and which ids name a run (DESIGN.md section 6; issue "Confinement").
+ * The engine is opened without its watcher; the run manager with its
+ * workers, over a state database in a temporary directory. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "runs.h"
+#include "store.h"
+#include "strlist.h"
+#include "view.h"
+
+#include "testutil.h"
+
+struct fixture {
+	char *root;
+	char *skills;
+	char *db;
+	struct engine *e;
+};
+
+static void start_runs(struct fixture *f)
+{
+	char *err = NULL;
+	if (engine_start_runs(f->e, f->db, &err) < 0)
+		fail_msg("engine_start_runs: %s", err ? err : "?");
+	assert_non_null(engine_runs(f->e));
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof *f);
+	assert_non_null(f);
+	f->root = test_tmpdir("runstest");
+	f->skills = test_join(f->root, "skills");
+	assert_int_equal(mkdir(f->skills, 0755), 0);
+	char *dir = test_join(f->skills, "alpha");
+	assert_int_equal(mkdir(dir, 0755), 0);
+	char *md = test_join(dir, "SKILL.md");
+	test_write_text(md, "---\nname: alpha\ndescription: a skill\n---\nBody.\n");
+	free(md);
+	free(dir);
+	f->db = test_join(f->root, "state/state.db");
+	struct engine_options opt = { 0 };
+	const char *dirs[1] = { f->skills };
+	opt.dirs = dirs;
+	opt.ndirs = 1;
+	char *err = NULL;
+	f->e = engine_open(&opt, &err);
+	if (!f->e)
+		fail_msg("engine_open: %s", err ? err : "?");
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	engine_close(f->e);
+	free(f->skills);
+	free(f->db);
+	test_rm_tree(f->root);
+	free(f);
+	return 0;
+}
+
+/* A string of n copies of c followed by tail. */
+static char *repeat(char c, size_t n, const char *tail)
+{
+	char *s = malloc(n + strlen(tail) + 1);
+	assert_non_null(s);
+	memset(s, c, n);
+	strcpy(s + n, tail);
+	return s;
+}
+
+static int attr_rc(struct engine *e, const char *path, struct view_attr *a)
+{
+	struct snapshot *s = engine_snapshot(e);
+	int rc = view_getattr(s, path, a);
+	snapshot_unref(s);
+	return rc;
+}
+
+static int attr_rc_f(struct engine *e, struct view_attr *a, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int attr_rc_f(struct engine *e, struct view_attr *a, const char *fmt, ...)
+{
+	char path[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(path, sizeof path, fmt, ap);
+	va_end(ap);
+	return attr_rc(e, path, a);
+}
+
+/* Section 6: an id is 1-64 characters. One longer is no run at all, not
+ * the run of its first 64 characters (it was cut to fit a buffer). */
+static void test_sec6_overlong_id_names_no_run(void **state)
+{
+	struct fixture *f = *state;
+	start_runs(f);
+	struct runs *r = engine_runs(f->e);
+	char *id64 = repeat('a', RUN_ID_MAX, "");
+	char *id65 = repeat('a', RUN_ID_MAX, "b");
+	char *id100 = repeat('a', 100, "");
+	assert_int_equal(runs_create(r, id64, getuid(), getgid()), 0);
+	struct view_attr a;
+	assert_int_equal(attr_rc_f(f->e, &a, "runs/%s", id64), 0);
+	assert_int_equal(attr_rc_f(f->e, &a, "runs/%s/status", id64), 0);
+
+	assert_int_equal(attr_rc_f(f->e, &a, "runs/%s", id65), -ENOENT);
+	assert_int_equal(attr_rc_f(f->e, &a, "runs/%s/status", id65), -ENOENT);
+	assert_int_equal(attr_rc_f(f->e, &a, "runs/%s/prompt", id100), -ENOENT);
+	struct snapshot *s = engine_snapshot(f->e);
+	struct view_dirent *ents = NULL;
+	size_t n = 0;
+	char path[256];
+	snprintf(path, sizeof path, "runs/%s", id65);
+	assert_int_equal(view_readdir(s, path, &ents, &n), -ENOENT);
+	char *data = NULL;
+	size_t len = 0;
+	snprintf(path, sizeof path, "runs/%s/status", id65);
+	assert_int_equal(view_read_all(s, path, &data, &len), -ENOENT);
+	snapshot_unref(s);
+	char id[RUN_ID_MAX + 1];
+	assert_false(view_run_of(path, id, sizeof id));
+
+	/* Every entry point of the run manager: no such run. */
+	assert_false(runs_exists(r, id65));
+	struct run_file rf;
+	assert_int_equal(runs_stat_file(r, id65, "", &rf), -ENOENT);
+	assert_int_equal(runs_stat_file(r, id65, "prompt", &rf), -ENOENT);
+	struct strlist names = { 0 };
+	assert_int_equal(runs_readdir(r, id65, "", &names), -ENOENT);
+	assert_int_equal(runs_write(r, id65, "prompt", "x", 1, 0), -ENOENT);
+	assert_int_equal(runs_write(r, id65, "ctl", "cancel\n", 7, 0), -ENOENT);
+	assert_int_equal(runs_writable(r, id65, "prompt"), -ENOENT);
+	assert_int_equal(runs_truncate(r, id65, "prompt", 0), -ENOENT);
+	enum runstate st;
+	assert_int_equal(runs_state(r, id65, &st), -ENOENT);
+	struct timespec ts;
+	assert_int_equal(runs_changed_at(r, id65, &ts), -ENOENT);
+	char status[64];
+	uint64_t handle = 0;
+	assert_int_equal(runs_wait(r, id65, NULL, NULL, status, sizeof status, &handle), -ENOENT);
+	assert_int_equal(runs_access(r, id65, getuid()), -ENOENT);
+	assert_int_equal(runs_remove(r, id65, getuid()), -ENOENT);
+	/* mkdir: within NAME_MAX, so EINVAL (not ENAMETOOLONG). */
+	assert_int_equal(runs_create(r, id65, getuid(), getgid()), -EINVAL);
+	assert_int_equal(runs_create(r, "bad:id", getuid(), getgid()), -EINVAL);
+	assert_true(runs_exists(r, id64));
+	assert_int_equal(runs_list(r, &names), 0);
+	assert_int_equal(names.n, 1);
+	assert_string_equal(names.items[0], id64);
+	strlist_free(&names);
+	assert_int_equal(runs_remove(r, id64, getuid()), 0);
+	free(id64);
+	free(id65);
+	free(id100);
+}
+
+/* A run is its maker's: the uid and gid of its mkdir, on its directory and
+ * on every file in it; the modes stay as they were while the mount is the
+ * mounting user's alone. */
+static void test_owner_is_reported_without_allow_other(void **state)
+{
+	struct fixture *f = *state;
+	start_runs(f);
+	struct runs *r = engine_runs(f->e);
+	assert_int_equal(runs_create(r, "r1", 65534, 65533), 0);
+	struct view_attr a;
+	assert_int_equal(attr_rc(f->e, "runs", &a), 0);
+	assert_int_equal(a.perm, 0755);
+	assert_false(a.owned);
+	assert_int_equal(attr_rc(f->e, "runs/new", &a), 0);
+	assert_false(a.owned);
+	const struct {
+		const char *path;
+		mode_t perm;
+	} want[] = {
+		{ "runs/r1", 0555 }, { "runs/r1/prompt", 0644 }, { "runs/r1/ctl", 0644 },
+		{ "runs/r1/status", 0444 }, { "runs/r1/wait", 0444 }, { "runs/r1/input", 0444 },
+	};
+	for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+		assert_int_equal(attr_rc(f->e, want[i].path, &a), 0);
+		assert_true(a.owned);
+		assert_int_equal(a.uid, 65534);
+		assert_int_equal(a.gid, 65533);
+		assert_int_equal(a.perm, want[i].perm);
+	}
+	/* Anyone who reaches the mount (only its user) may use the run. */
+	assert_int_equal(runs_access(r, "r1", 65532), 0);
+	assert_int_equal(runs_remove(r, "r1", 65532), 0);
+}
+
+/* With allow_other, runs/ takes anyone's mkdir (01777), a run is 0700 and
+ * its files 0600 or 0400, and no one but its owner and root gets in or
+ * removes it. */
+static void test_allow_other_makes_runs_private(void **state)
+{
+	struct fixture *f = *state;
+	start_runs(f);
+	struct runs *r = engine_runs(f->e);
+	runs_set_allow_other(r, true);
+	assert_int_equal(runs_dir_perm(r), 01777);
+	assert_int_equal(runs_create(r, "mine", 65534, 65534), 0);
+	struct view_attr a;
+	assert_int_equal(attr_rc(f->e, "runs", &a), 0);
+	assert_int_equal(a.perm, 01777);
+	assert_int_equal(attr_rc(f->e, "runs/new", &a), 0);
+	assert_int_equal(a.perm, 0444); /* everyone may read a fresh id */
+	const struct {
+		const char *path;
+		mode_t perm;
+	} want[] = {
+		{ "runs/mine", 0700 }, { "runs/mine/prompt", 0600 }, { "runs/mine/config", 0600 },
+		{ "runs/mine/skills", 0600 }, { "runs/mine/ctl", 0600 },
+		{ "runs/mine/status", 0400 }, { "runs/mine/wait", 0400 },
+		{ "runs/mine/input", 0400 }, { "runs/mine/transcript", 0400 },
+		{ "runs/mine/info.json", 0400 },
+	};
+	for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+		assert_int_equal(attr_rc(f->e, want[i].path, &a), 0);
+		assert_true(a.owned);
+		assert_int_equal(a.uid, 65534);
+		assert_int_equal(a.gid, 65534);
+		assert_int_equal(a.perm, want[i].perm);
+	}
+	assert_int_equal(runs_access(r, "mine", 65534), 0);
+	assert_int_equal(runs_access(r, "mine", 0), 0);
+	assert_int_equal(runs_access(r, "mine", 65533), -EACCES);
+	assert_int_equal(runs_access(r, "mine", 1000), -EACCES);
+	assert_int_equal(runs_remove(r, "mine", 65533), -EPERM);
+	assert_true(runs_exists(r, "mine"));
+	/* Started: the prompt is read-only now, 0400. */
+	assert_int_equal(runs_write(r, "mine", "prompt", "hi", 2, 0), 2);
+	uint64_t t = runs_open_writer(r, "mine", "prompt");
+	assert_int_equal(runs_close_writer(r, "mine", "prompt", t, true), 0);
+	assert_int_equal(attr_rc(f->e, "runs/mine/prompt", &a), 0);
+	assert_int_equal(a.perm, 0400);
+	char status[64];
+	uint64_t handle = 0;
+	for (int i = 0; i < 500; i++) {
+		enum runstate st;
+		assert_int_equal(runs_state(r, "mine", &st), 0);
+		if (runstate_is_terminal(st))
+			break;
+		usleep(10000);
+	}
+	assert_int_equal(runs_wait(r, "mine", NULL, NULL, status, sizeof status, &handle), 0);
+	assert_string_equal(status, "completed");
+	assert_int_equal(runs_remove(r, "mine", 65533), -EPERM);
+	assert_int_equal(runs_remove(r, "mine", 65534), 0);
+	/* Root may remove anyone's. */
+	assert_int_equal(runs_create(r, "theirs", 65533, 65533), 0);
+	assert_int_equal(runs_remove(r, "theirs", 0), 0);
+}
+
+/* The owner is stored with the run; a run made before owners were kept
+ * (no owner recorded) is the daemon's user's. */
+static void test_owner_survives_a_remount_and_old_runs_are_the_daemons(void **state)
+{
+	struct fixture *f = *state;
+	char *dir = test_join(f->root, "state");
+	assert_int_equal(mkdir(dir, 0700), 0);
+	free(dir);
+	char *err = NULL;
+	struct store *st = store_open(f->db, &err);
+	assert_non_null(st);
+	assert_int_equal(store_run_create(st, "legacy", NULL), 0);
+	store_close(st);
+
+	start_runs(f);
+	struct runs *r = engine_runs(f->e);
+	runs_set_allow_other(r, true);
+	assert_int_equal(runs_create(r, "kept", 65534, 65533), 0);
+	struct view_attr a;
+	assert_int_equal(attr_rc(f->e, "runs/legacy", &a), 0);
+	assert_int_equal(a.uid, getuid());
+	assert_int_equal(a.gid, getgid());
+	assert_int_equal(a.perm, 0700);
+	engine_stop_runs(f->e);
+
+	start_runs(f);
+	r = engine_runs(f->e);
+	runs_set_allow_other(r, true);
+	assert_int_equal(attr_rc(f->e, "runs/kept/prompt", &a), 0);
+	assert_int_equal(a.uid, 65534);
+	assert_int_equal(a.gid, 65533);
+	assert_int_equal(a.perm, 0600);
+	assert_int_equal(runs_access(r, "kept", 65533), -EACCES);
+	assert_int_equal(runs_access(r, "legacy", getuid()), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_sec6_overlong_id_names_no_run, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_owner_is_reported_without_allow_other, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_allow_other_makes_runs_private, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_owner_survives_a_remount_and_old_runs_are_the_daemons, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
