@@ -252,6 +252,24 @@ int grants_resolve(const struct strlist *registered,
 		   const struct skill *const *skills, size_t n,
 		   struct grants *out)
 {
+	return grants_resolve_here(registered, NULL, NULL, skills, n, out);
+}
+
+/* Why tool is registered but unavailable here, or NULL. */
+static const char *unavailable_why(const struct strlist *names, const struct strlist *why,
+				   const char *tool)
+{
+	for (size_t i = 0; names && why && tool && i < names->n && i < why->n; i++)
+		if (strcasecmp(names->items[i], tool) == 0)
+			return why->items[i];
+	return NULL;
+}
+
+int grants_resolve_here(const struct strlist *registered,
+			const struct strlist *unavailable, const struct strlist *why,
+			const struct skill *const *skills, size_t n,
+			struct grants *out)
+{
 	memset(out, 0, sizeof *out);
 	size_t nreg = 0;
 	const char **reg = sorted_registered(registered, &nreg);
@@ -295,6 +313,15 @@ int grants_resolve(const struct strlist *registered,
 			long r = (it->tool && it->tool[0])
 					 ? find_registered(reg, nreg, it->tool)
 					 : -1;
+			const char *absent = r < 0 ? unavailable_why(unavailable, why, it->tool) : NULL;
+			if (absent) {
+				if (drop_add(out, name, text, "not available here") < 0 ||
+				    strlist_addf(&out->warnings,
+						 "skill '%s': allowed-tools item '%s' grants nothing here: '%s' is not available: %s",
+						 name, text, it->tool, absent) < 0)
+					rc = -1;
+				continue;
+			}
 			if (r < 0) {
 				if (drop_add(out, name, text, "not a registered tool") < 0 ||
 				    strlist_addf(&out->warnings,

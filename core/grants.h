@@ -69,6 +69,16 @@ int grants_resolve(const struct strlist *registered,
 		   const struct skill *const *skills, size_t n,
 		   struct grants *out);
 
+/* grants_resolve, told which tools are registered but cannot work here
+ * (unavailable, with the reason at the same index of why; both may be
+ * NULL): a skill granting one gets a warning that says why, e.g. "skill
+ * 'x': allowed-tools item 'Bash' grants nothing here: 'bash' is not
+ * available: bubblewrap ... not found". */
+int grants_resolve_here(const struct strlist *registered,
+			const struct strlist *unavailable, const struct strlist *why,
+			const struct skill *const *skills, size_t n,
+			struct grants *out);
+
 /* The tool entry for a name (case-insensitive), or NULL when the tool is
  * not on the list. O(log n). */
 const struct grant_tool *grants_find(const struct grants *g, const char *tool);

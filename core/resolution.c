@@ -191,7 +191,8 @@ struct resolution *resolution_build(const struct config *c,
 	for (size_t i = 0; i < r->eff.ngate; i++)
 		gate[i] = cat->entries[r->eff.gate[i]].skill;
 	/* The allow-list first; the budget applies afterwards (R9). */
-	if (grants_resolve(&c->registered_tools, gate, r->eff.ngate, &r->grants) < 0 ||
+	if (grants_resolve_here(&c->registered_tools, &c->tools.unavailable,
+				&c->tools.unavailable_why, gate, r->eff.ngate, &r->grants) < 0 ||
 	    prompt_build(c, cat, r->eff.eff, r->eff.neff, &r->grants, &r->prompt) < 0 ||
 	    collect_warnings(c, cat, r) < 0 || render(r) < 0)
 		goto out;

@@ -287,6 +287,38 @@ static void test_R2_unregistered_tool_not_granted(void **st)
 	fx_free(&f);
 }
 
+/* Issue "Confinement": a tool that cannot work here (no sandbox) is out of
+ * the registered list; a skill granting it is told why, and policy all
+ * never counts it. */
+static void test_R2_unavailable_tool_granted_warns_why(void **st)
+{
+	(void)st;
+	struct sk sks[] = { { "sh", "allowed-tools: [Bash, read]\n", TRUST_FIRST_PARTY, false, false },
+			    { "free", NULL, TRUST_FIRST_PARTY, false, false } };
+	struct fx f;
+	fx_init(&f, sks, 2);
+	assert_int_equal(config_tool_unavailable(&f.c, "bash", "bubblewrap not found"), 0);
+	fx_attach(&f, "sh", true);
+	struct resolution *r = fx_resolve(&f, NULL, 0);
+	assert_string_equal(file(r, "allowed-tools"), "read\n");
+	assert_true(has_warning(&r->grants.warnings,
+				"skill 'sh': allowed-tools item 'Bash' grants nothing here: 'bash' is "
+				"not available: bubblewrap not found"));
+	assert_non_null(strstr(file(r, "warnings"), "'bash' is not available: bubblewrap not found"));
+	resolution_free(r);
+	fx_free(&f);
+	/* Policy all: every available tool, and not bash. */
+	fx_init(&f, sks, 2);
+	assert_int_equal(config_tool_unavailable(&f.c, "bash", "no sandbox"), 0);
+	fx_attach(&f, "free", true);
+	r = fx_resolve(&f, NULL, 0);
+	assert_int_equal(r->grants.policy, GRANTS_ALL);
+	assert_false(grants_has(&r->grants, "bash"));
+	assert_true(grants_has(&r->grants, "read"));
+	resolution_free(r);
+	fx_free(&f);
+}
+
 static void test_R4_globally_disabled_declaring_skill_ignored(void **st)
 {
 	(void)st;
@@ -1358,6 +1390,7 @@ int main(void)
 		cmocka_unit_test(test_R2_unknown_tool_dropped_with_warning),
 		cmocka_unit_test(test_config_and_catalogue_warnings_come_first),
 		cmocka_unit_test(test_R2_unregistered_tool_not_granted),
+		cmocka_unit_test(test_R2_unavailable_tool_granted_warns_why),
 		cmocka_unit_test(test_R4_globally_disabled_declaring_skill_ignored),
 		cmocka_unit_test(test_R4_attachment_disabled_declaring_skill_ignored),
 		cmocka_unit_test(test_R4_catalogue_disabled_flag_ignored),
