@@ -272,6 +272,20 @@ fail:
 	_exit(127);
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+static void unpoison(void *p, size_t n)
+{
+	__asan_unpoison_memory_region(p, n);
+}
+#else
+static void unpoison(void *p, size_t n)
+{
+	(void)p;
+	(void)n;
+}
+#endif
+
 /* Starts the child like vfork does: no copy of the daemon's page tables
  * (a fork of a large multi-threaded daemon costs far more than the program
  * it starts). Every signal is blocked across the clone so that no handler
@@ -289,6 +303,9 @@ static pid_t spawn_child(struct child_plan *p)
 			  CLONE_VM | CLONE_VFORK | SIGCHLD, p);
 	int e = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/* The child's frames left AddressSanitizer's marks on this stack;
+	 * memory mapped here later (a thread's stack) must not inherit them. */
+	unpoison(stack, CHILD_STACK_SIZE);
 	munmap(stack, CHILD_STACK_SIZE);
 	errno = e;
 	return pid;

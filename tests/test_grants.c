@@ -100,6 +100,8 @@ static void fx_free(struct fx *f)
 	catalog_free(f->cat);
 	strlist_free(&f->c.registered_tools);
 	strlist_free(&f->c.disabled);
+	strlist_free(&f->c.tools.unavailable);
+	strlist_free(&f->c.tools.unavailable_why);
 }
 
 static struct resolution *fx_resolve(struct fx *f, const char *const *forced,
