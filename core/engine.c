@@ -18,10 +18,8 @@
 #include "mode.h"
 #include "proc.h"
 #include "resolution.h"
-#include "runs.h"
 #include "sandbox.h"
 #include "tools.h"
-#include "view.h"
 
 /* A config shared by successive snapshots until the file changes. */
 struct shared_config {
@@ -69,7 +67,7 @@ struct engine {
 	uint64_t generation;
 	uint64_t resolutions_built;
 	bool have_python;         /* a python interpreter exists (R13) */
-	struct runs *runs;        /* NULL until engine_start_runs */
+	struct runs *runs;        /* attached by runs_attach, or NULL */
 
 	/* watcher */
 	int inotify_fd;
@@ -468,7 +466,7 @@ const char *snapshot_tools_text(struct snapshot *s, size_t *len)
 			    IN_ONLYDIR)
 /* Every directory the mount can show lies at most this deep in a skill
  * (a recursion bound too). */
-#define WATCH_DEPTH_MAX VIEW_MAX_DEPTH
+#define WATCH_DEPTH_MAX ENGINE_MAX_DEPTH
 /* Links followed on the way to the config file when watching them. */
 #define CONFIG_LINK_HOPS 8
 /* The longest a burst of events is collected before it is acted on. */
@@ -1014,31 +1012,24 @@ int engine_watch(struct engine *e, engine_change_fn fn, void *ctx)
 	return 0;
 }
 
-int engine_start_runs(struct engine *e, const char *state_path, char **err)
+char *engine_state_path(struct engine *e, const char *state_path)
 {
-	char *dflt = NULL;
-	if (!state_path) {
-		struct snapshot *s = engine_snapshot(e);
-		const char *cs = snapshot_config(s)->state_path;
-		dflt = cs ? strdup(cs) : NULL;
-		snapshot_unref(s);
-		if (!cs) {
-			const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
-			int n = xdg && *xdg ? asprintf(&dflt, "%s/skillfs/state.db", xdg)
-					    : asprintf(&dflt, "%s/.local/state/skillfs/state.db",
-						       home && *home ? home : ".");
-			if (n < 0)
-				dflt = NULL;
-		}
-		if (!dflt) {
-			*err = strdup("out of memory");
-			return -1;
-		}
-		state_path = dflt;
+	if (state_path)
+		return strdup(state_path);
+	char *path = NULL;
+	struct snapshot *s = engine_snapshot(e);
+	const char *cs = snapshot_config(s)->state_path;
+	path = cs ? strdup(cs) : NULL;
+	snapshot_unref(s);
+	if (!cs) {
+		const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+		int n = xdg && *xdg ? asprintf(&path, "%s/skillfs/state.db", xdg)
+				    : asprintf(&path, "%s/.local/state/skillfs/state.db",
+					       home && *home ? home : ".");
+		if (n < 0)
+			path = NULL;
 	}
-	e->runs = runs_open(e, state_path, err);
-	free(dflt);
-	return e->runs ? 0 : -1;
+	return path;
 }
 
 struct runs *engine_runs(struct engine *e)
@@ -1046,10 +1037,9 @@ struct runs *engine_runs(struct engine *e)
 	return e->runs;
 }
 
-void engine_stop_runs(struct engine *e)
+void engine_set_runs(struct engine *e, struct runs *r)
 {
-	runs_close(e->runs);
-	e->runs = NULL;
+	e->runs = r;
 }
 
 void engine_unwatch(struct engine *e)
@@ -1069,7 +1059,6 @@ void engine_close(struct engine *e)
 	if (!e)
 		return;
 	engine_unwatch(e);
-	engine_stop_runs(e);
 	if (e->inotify_fd >= 0)
 		close(e->inotify_fd);
 	if (e->stop_pipe[0] >= 0) {

@@ -17,6 +17,10 @@
 struct resolution;
 struct runs;
 
+/* The deepest path the mount shows (VIEW_MAX_DEPTH), and so the depth to
+ * which the watcher follows a skill's directories. */
+#define ENGINE_MAX_DEPTH 64
+
 struct engine_options {
 	const char *config_path;  /* NULL: the no-config default (section 9) */
 	const char *const *dirs;  /* -s directories */
@@ -106,18 +110,19 @@ const char *snapshot_tools_text(struct snapshot *s, size_t *len);
 /* How many resolutions were built since start (benchmark counter). */
 uint64_t engine_resolutions_built(struct engine *e);
 
-/* Opens the run store and starts the run workers (mount mode). state_path
- * NULL: the config's `state`, else $XDG_STATE_HOME/skillfs/state.db (or
- * ~/.local/state/skillfs/state.db). Returns 0, or -1 with *err set. */
-int engine_start_runs(struct engine *e, const char *state_path, char **err);
+/* The run database's path: state_path when given, else the config's
+ * `state`, else $XDG_STATE_HOME/skillfs/state.db (or
+ * ~/.local/state/skillfs/state.db). A new string, or NULL on ENOMEM. */
+char *engine_state_path(struct engine *e, const char *state_path);
 
-/* The run manager, or NULL before engine_start_runs. */
+/* The run manager attached to the engine (runs_attach), or NULL. The engine
+ * only keeps the pointer, for the mount's views: whoever attached it stops
+ * it (runs_detach) before engine_close. */
 struct runs *engine_runs(struct engine *e);
+void engine_set_runs(struct engine *e, struct runs *r);
 
-/* Stops the run workers (runs stay resumable) and answers pending waits. */
-void engine_stop_runs(struct engine *e);
-
-/* Stops the watcher and frees everything. */
+/* Stops the watcher and frees everything (the run manager must be stopped
+ * first). */
 void engine_close(struct engine *e);
 
 #endif

@@ -1925,3 +1925,25 @@ bool runs_wait_cancel(struct runs *r, uint64_t handle)
 	pthread_mutex_unlock(&r->lock);
 	return found;
 }
+
+int runs_attach(struct engine *e, const char *state_path, char **err)
+{
+	char *path = engine_state_path(e, state_path);
+	if (!path) {
+		*err = strdup("out of memory");
+		return -1;
+	}
+	struct runs *r = runs_open(e, path, err);
+	free(path);
+	if (!r)
+		return -1;
+	engine_set_runs(e, r);
+	return 0;
+}
+
+void runs_detach(struct engine *e)
+{
+	struct runs *r = engine_runs(e);
+	engine_set_runs(e, NULL);
+	runs_close(r);
+}

@@ -79,6 +79,15 @@ void runs_stop(struct runs *r);
  * closes the store. NULL is ignored. */
 void runs_close(struct runs *r);
 
+/* Opens the run store at engine_state_path(e, state_path), starts the
+ * workers and attaches the manager to e (engine_runs). Returns 0, or -1
+ * with *err set. */
+int runs_attach(struct engine *e, const char *state_path, char **err);
+
+/* Stops e's run manager (runs stay resumable; pending waits are answered)
+ * and detaches it. Harmless when none is attached. */
+void runs_detach(struct engine *e);
+
 /* Whether id is a valid run id: 1-RUN_ID_MAX of A-Za-z0-9._- and not .
  * or .. Every call here taking an id answers an invalid one as it does an
  * unknown one (-ENOENT, false): an id is never cut to fit. */

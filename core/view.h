@@ -15,7 +15,7 @@
 
 /* The most components a mount path may have; deeper paths are refused
  * (ENAMETOOLONG). The watcher follows skills' directories this deep. */
-#define VIEW_MAX_DEPTH 64
+#define VIEW_MAX_DEPTH ENGINE_MAX_DEPTH
 
 enum view_type { VIEW_DIR, VIEW_FILE };
 

@@ -1299,14 +1299,14 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 	 * but it is used only after the fork: SQLite connections do not cross
 	 * fork(), and neither do threads. */
 	char *err = NULL;
-	if (engine_start_runs(e, opt->state_path, &err) < 0) {
+	if (runs_attach(e, opt->state_path, &err) < 0) {
 		fprintf(stderr, "skillfs: %s\n", err ? err : "cannot open the run database");
 		free(err);
 		fuse_opt_free_args(&args);
 		nodes_destroy(&m.nodes);
 		return 1;
 	}
-	engine_stop_runs(e);
+	runs_detach(e);
 	m.se = fuse_session_new(&args, &ops, sizeof ops, &m);
 	fuse_opt_free_args(&args);
 	if (!m.se)
@@ -1331,7 +1331,7 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 		goto out_unmount;
 	}
 	pthread_setname_np(sig_thread, "skillfs-signals");
-	if (engine_start_runs(e, opt->state_path, &err) < 0) {
+	if (runs_attach(e, opt->state_path, &err) < 0) {
 		fprintf(stderr, "skillfs: %s\n", err ? err : "cannot open the run database");
 		free(err);
 		m.stopping = 1;
@@ -1363,7 +1363,7 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 	m.stopping = 1;
 	engine_unwatch(e);
 	/* Workers finish their current step; runs stay resumable. */
-	engine_stop_runs(e);
+	runs_detach(e);
 	notes_stop(&m);
 	wake_pollers(&m, NULL);
 	pthread_kill(sig_thread, SIGUSR1);

@@ -33,8 +33,8 @@ struct fixture {
 static void start_runs(struct fixture *f)
 {
 	char *err = NULL;
-	if (engine_start_runs(f->e, f->db, &err) < 0)
-		fail_msg("engine_start_runs: %s", err ? err : "?");
+	if (runs_attach(f->e, f->db, &err) < 0)
+		fail_msg("runs_attach: %s", err ? err : "?");
 	assert_non_null(engine_runs(f->e));
 }
 
@@ -67,6 +67,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
+	runs_detach(f->e);
 	engine_close(f->e);
 	free(f->skills);
 	free(f->db);
@@ -291,7 +292,7 @@ static void test_owner_survives_a_remount_and_old_runs_are_the_daemons(void **st
 	assert_int_equal(a.uid, getuid());
 	assert_int_equal(a.gid, getgid());
 	assert_int_equal(a.perm, 0700);
-	engine_stop_runs(f->e);
+	runs_detach(f->e);
 
 	start_runs(f);
 	r = engine_runs(f->e);
