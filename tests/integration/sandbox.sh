@@ -117,6 +117,43 @@ echo kept > inside.txt; ls $MNT $T/state $T/skills 2>&1 | head -3; echo end" || 
 	[ "$size" -le $((64 << 20)) ] || fail "the workspace file grew to $size bytes"
 }
 
+# The same attempts from Python code (python3 run by bash in the sandbox).
+test_python_attempts_are_contained() {
+	command -v python3 >/dev/null || { echo "  (no python3: skipped)"; return 0; }
+	write_config ""
+	start_with || return
+	local py
+	py=$(cat <<PY
+import os, signal, socket, subprocess
+for path in ["$T/py-outside.txt", "/usr/py-x", "$T/skills/free/py.txt"]:
+    try:
+        open(path, "w").write("x"); print("WROTE", path)
+    except OSError as e:
+        print("refused", type(e).__name__)
+try:
+    os.kill($DAEMON_PID, signal.SIGKILL); print("KILLED")
+except OSError as e:
+    print("kill refused", e.errno)
+s = socket.socket()
+try:
+    s.settimeout(2); s.connect(("127.0.0.1", 22)); print("CONNECTED")
+except OSError as e:
+    print("connect refused", e.errno)
+if os.fork() == 0:
+    os.setsid(); subprocess.Popen(["sleep", "778"]); os._exit(0)
+print("env", sorted(k for k in os.environ))
+PY
+)
+	call open "python3 -c '$(printf %s "$py" | sed "s/'/'\\\\''/g")'" || return
+	case "$OUT" in *WROTE* | *KILLED* | *CONNECTED*) fail "python got out: $OUT" ;; esac
+	case "$OUT" in *"kill refused 3"*) ;; *) fail "python kill: $OUT" ;; esac
+	case "$OUT" in *SKILLFS_TEST_API_KEY*) fail "python sees the daemon's variable" ;; esac
+	[ ! -e "$T/py-outside.txt" ] && [ ! -e "$T/skills/free/py.txt" ] || fail "python wrote outside"
+	kill -0 "$DAEMON_PID" || fail "python killed the daemon"
+	sleep 0.2
+	[ "$(pgrep -fc '[s]leep 778')" = 0 ] || fail "a python child outlived its call"
+}
+
 test_network_off_unless_configured() {
 	local port=$((20000 + RANDOM % 20000))
 	python3 - "$port" >"$T/server.log" 2>&1 <<'PY' &
