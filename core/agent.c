@@ -5,7 +5,12 @@
  * (answer the first unanswered tool call, or call the model), committing
  * each step before the next. Every commit goes through a compare-and-set
  * move running -> running, so a run that someone else moved (cancelled,
- * failed) stops the loop at the next step. */
+ * failed) stops the loop at the next step.
+ *
+ * One file past 1,200 lines: the steps (tool calls, approvals, questions,
+ * sub-agents, budgets) share `struct chat` and the commit protocol above,
+ * and the transcript rendering at the end reads the same chats and events
+ * in the same shapes. */
 #include "agent.h"
 
 #include "json_text.h"

@@ -1,3 +1,9 @@
+/* runs: the run manager (see runs.h).
+ *
+ * One file past 1,200 lines: the table of runs, the queue, the workers, the
+ * run files and the writers all work on `struct run` under one lock, and
+ * the lock's rules (what may be touched while held, what is done outside
+ * it) are easier to keep right when they are read in one place. */
 #include "runs.h"
 
 #include <errno.h>

@@ -1,4 +1,9 @@
-/* skill: one parsed SKILL.md (DESIGN.md section 2, D1, D3). */
+/* skill: one parsed SKILL.md (DESIGN.md section 2, D1, D3).
+ *
+ * One file past 1,200 lines: the front-matter scanner, the libyaml event
+ * reader with its limits and the rules of each field feed each other
+ * (a field's rule needs the reader's line numbers and limits), and one
+ * reading of the file is easier to check whole. */
 #include "skill.h"
 
 #include <ctype.h>

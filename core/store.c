@@ -1,3 +1,8 @@
+/* store: the run database (see store.h).
+ *
+ * One file past 1,200 lines: the schema, its migrations and every statement
+ * that reads or writes it stay together, so that a change of the schema is
+ * seen whole, with every query it affects. */
 #include "store.h"
 
 #include <errno.h>

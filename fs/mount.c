@@ -1,3 +1,9 @@
+/* mount: the FUSE low-level operations over core/ (see mount.h).
+ *
+ * One file past 1,200 lines: the operations share the mount's state (the
+ * inode table, pending replies, pollers, the notifier) and the rules of
+ * when a reply may be sent and from which thread; they are kept together
+ * so those rules are read in one place. */
 #define FUSE_USE_VERSION 312
 
 #include "mount.h"
