@@ -1,0 +1,325 @@
+/* registry: the table of built-in tools (one row each: name, schema, how
+ * it runs, whether it starts programs), their schemas, availability, and
+ * tools_exec, which answers a call through its row. */
+#include "tools.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "config.h"
+#include "sandbox.h"
+#include "tool.h"
+
+/* How a built-in tool is executed. */
+enum tool_impl {
+	IMPL_HERE,        /* tools_exec runs it */
+	IMPL_ENGINE,      /* the agent loop handles it (run_skill, ask_user) */
+	IMPL_UNAVAILABLE, /* not in this version */
+};
+
+struct tool_def {
+	const char *name;
+	const char *description;
+	const char *parameters; /* JSON Schema of the arguments object */
+	enum tool_impl impl;
+	tool_fn fn;
+	bool process; /* starts programs: only with a usable sandbox */
+};
+
+#define STR(d) "{\"type\": \"string\", \"description\": \"" d "\"}"
+#define OBJ(props, req)                                                     \
+	"{\"type\": \"object\", \"properties\": {" props "}, \"required\": [" \
+	req "], \"additionalProperties\": false}"
+
+static const struct tool_def defs[] = {
+	{"bash",
+	 "Run a shell command with /bin/bash -c in a sandbox whose working "
+	 "directory is the run's workspace (" SANDBOX_WORKSPACE "), the only "
+	 "place it may write. stdout and stderr are combined. The output is "
+	 "capped and the command is killed after a timeout; the result ends "
+	 "with the exit status, e.g. [exit 0]. When this run grants only "
+	 "some commands, the command runs without a shell: no pipes, "
+	 "redirection, variables or globbing.",
+	 OBJ("\"command\": " STR("The command line to run."), "\"command\""),
+	 IMPL_HERE, tool_bash, true},
+	{"read",
+	 "Read a UTF-8 text file in the run's workspace. Paths are relative "
+	 "to the workspace. offset and limit select lines.",
+	 OBJ("\"path\": " STR("File path, relative to the workspace.") ", "
+	     "\"offset\": {\"type\": \"integer\", \"minimum\": 1, "
+	     "\"description\": \"First line to return (1-based).\"}, "
+	     "\"limit\": {\"type\": \"integer\", \"minimum\": 1, "
+	     "\"description\": \"Number of lines to return.\"}",
+	     "\"path\""),
+	 IMPL_HERE, tool_read, false},
+	{"edit",
+	 "Replace old_string with new_string in a file in the workspace. "
+	 "old_string must occur exactly once unless replace_all is true.",
+	 OBJ("\"path\": " STR("File path, relative to the workspace.") ", "
+	     "\"old_string\": " STR("The exact text to replace.") ", "
+	     "\"new_string\": " STR("The replacement text.") ", "
+	     "\"replace_all\": {\"type\": \"boolean\", \"description\": "
+	     "\"Replace every occurrence (default false).\"}",
+	     "\"path\", \"old_string\", \"new_string\""),
+	 IMPL_HERE, tool_edit, false},
+	{"write",
+	 "Create or replace a file in the workspace with the given content. "
+	 "Missing parent directories are created.",
+	 OBJ("\"path\": " STR("File path, relative to the workspace.") ", "
+	     "\"content\": " STR("The complete new content of the file."),
+	     "\"path\", \"content\""),
+	 IMPL_HERE, tool_write, false},
+	{"webfetch",
+	 "Fetch an http or https URL and return its content as text.",
+	 OBJ("\"url\": " STR("The URL to fetch."), "\"url\""),
+	 IMPL_UNAVAILABLE, NULL, false},
+	{"python",
+	 "Run Python code in the run's workspace and return its output.",
+	 OBJ("\"code\": " STR("The Python program to run."), "\"code\""),
+	 IMPL_UNAVAILABLE, NULL, true},
+	{"terminal",
+	 "Run a command with a restricted PATH in the run's workspace.",
+	 OBJ("\"command\": " STR("The command line to run."), "\"command\""),
+	 IMPL_UNAVAILABLE, NULL, true},
+	{"run_skill",
+	 "Run one of the available skills by name, with optional arguments.",
+	 OBJ("\"name\": " STR("The skill's name.") ", "
+	     "\"arguments\": " STR("Arguments or task for the skill."),
+	     "\"name\""),
+	 IMPL_ENGINE, NULL, false},
+	{"learn_skill",
+	 "Save a new skill so that later runs can use it.",
+	 OBJ("\"name\": {\"type\": \"string\", \"pattern\": "
+	     "\"^[a-z0-9]+(-[a-z0-9]+)*$\", \"maxLength\": 64, "
+	     "\"description\": \"Skill name: lower-case letters, digits and "
+	     "single hyphens.\"}, "
+	     "\"description\": " STR("One line saying what the skill does and "
+				     "when to use it.") ", "
+	     "\"body\": " STR("The skill's instructions, in markdown."),
+	     "\"name\", \"description\", \"body\""),
+	 IMPL_UNAVAILABLE, NULL, false},
+	{"ask_user",
+	 "Ask the person who started the run a question and wait for the "
+	 "answer.",
+	 OBJ("\"question\": " STR("The question to ask."), "\"question\""),
+	 IMPL_ENGINE, NULL, false},
+};
+
+#define NDEFS (sizeof defs / sizeof defs[0])
+
+const char *const tools_builtin[] = {
+	"bash",     "read",      "edit",        "write",    "webfetch",
+	"python",   "terminal",  "run_skill",   "learn_skill", "ask_user",
+	NULL,
+};
+
+static const struct tool_def *find_def(const char *name)
+{
+	if (!name)
+		return NULL;
+	for (size_t i = 0; i < NDEFS; i++)
+		if (strcmp(defs[i].name, name) == 0)
+			return &defs[i];
+	return NULL;
+}
+
+bool tools_is_builtin(const char *name)
+{
+	return find_def(name) != NULL;
+}
+
+json_t *tools_schema(const char *name)
+{
+	const struct tool_def *d = find_def(name);
+	if (!d)
+		return NULL;
+	json_t *params = json_loads(d->parameters, 0, NULL);
+	if (!params)
+		return NULL;
+	return json_pack("{s:s, s:{s:s, s:s, s:o}}", "type", "function",
+			 "function", "name", d->name, "description",
+			 d->description, "parameters", params);
+}
+
+json_t *tools_schemas(const struct strlist *names)
+{
+	json_t *arr = json_array();
+	if (!arr)
+		return NULL;
+	size_t n = 0;
+	if (names)
+		n = names->n;
+	else
+		while (tools_builtin[n])
+			n++;
+	for (size_t i = 0; i < n; i++) {
+		const char *name = names ? names->items[i] : tools_builtin[i];
+		if (!tools_is_builtin(name))
+			continue;
+		json_t *s = tools_schema(name);
+		if (!s || json_array_append_new(arr, s) < 0) {
+			json_decref(arr);
+			return NULL;
+		}
+	}
+	return arr;
+}
+
+int tool_schemas_init(struct tool_schemas *ts)
+{
+	memset(ts, 0, sizeof *ts);
+	ts->all = tools_schemas(NULL);
+	size_t n = json_array_size(ts->all);
+	ts->texts = ts->all ? calloc(n ? n : 1, sizeof *ts->texts) : NULL;
+	if (!ts->texts) {
+		tool_schemas_free(ts);
+		return -1;
+	}
+	for (ts->n = 0; ts->n < n; ts->n++) {
+		ts->texts[ts->n] = json_dumps(json_array_get(ts->all, ts->n), JSON_COMPACT);
+		if (!ts->texts[ts->n]) {
+			tool_schemas_free(ts);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void tool_schemas_free(struct tool_schemas *ts)
+{
+	for (size_t i = 0; ts->texts && i < ts->n; i++)
+		free(ts->texts[i]);
+	free(ts->texts);
+	json_decref(ts->all);
+	memset(ts, 0, sizeof *ts);
+}
+
+int tool_schemas_pick(const struct tool_schemas *ts, const struct strlist *names,
+		      json_t **arr, char **text)
+{
+	struct buf b = { 0 };
+	*arr = json_array();
+	*text = NULL;
+	int rc = *arr && buf_puts(&b, "[") == 0 ? 0 : -1;
+	for (size_t i = 0; rc == 0 && names && i < names->n; i++) {
+		for (size_t k = 0; k < ts->n; k++) {
+			json_t *s = json_array_get(ts->all, k);
+			const char *name = json_string_value(
+				json_object_get(json_object_get(s, "function"), "name"));
+			if (!name || strcmp(name, names->items[i]) != 0)
+				continue;
+			if (json_array_append(*arr, s) < 0 ||
+			    (json_array_size(*arr) > 1 && buf_puts(&b, ",") < 0) ||
+			    buf_puts(&b, ts->texts[k]) < 0)
+				rc = -1;
+			break;
+		}
+	}
+	if (rc == 0 && buf_puts(&b, "]") == 0 && (*text = buf_steal(&b, NULL)))
+		return 0;
+	buf_free(&b);
+	json_decref(*arr);
+	*arr = NULL;
+	return -1;
+}
+
+
+bool tools_is_process(const char *name)
+{
+	const struct tool_def *d = find_def(name);
+	return d && d->process;
+}
+
+const char *tools_unavailable_why(const char *name, const struct sandbox *sb)
+{
+	const struct tool_def *d = find_def(name);
+	if (!d)
+		return "not a built-in tool";
+	if (d->impl == IMPL_UNAVAILABLE)
+		return "not implemented in this version of skillfs";
+	if (d->process && !sandbox_usable(sb))
+		return sb && sb->why ? sb->why : "no sandbox";
+	return NULL;
+}
+
+int tools_probe(struct config *c, struct sandbox *sb)
+{
+	if (sandbox_probe(&c->tools, sb) < 0)
+		return -1;
+	if (sb->mode == SANDBOX_NONE &&
+	    strlist_add(&c->warnings, "tools.sandbox: none: process tools (bash) run "
+			"WITHOUT a sandbox, as the daemon's user, with its rights") < 0)
+		goto oom;
+	for (size_t i = 0; i < NDEFS; i++) {
+		const char *why = tools_unavailable_why(defs[i].name, sb);
+		if (!why || !strlist_has(&c->registered_tools, defs[i].name))
+			continue;
+		/* A tool this version lacks is only listed as such in
+		 * `tools`; one the machine cannot confine is a warning. */
+		if (config_tool_unavailable(c, defs[i].name, why) < 0 ||
+		    (defs[i].process && defs[i].impl != IMPL_UNAVAILABLE &&
+		     strlist_addf(&c->warnings, "tool '%s' is not available: %s",
+				  defs[i].name, why) < 0))
+			goto oom;
+	}
+	return 0;
+oom:
+	sandbox_free(sb);
+	errno = ENOMEM;
+	return -1;
+}
+
+int tools_exec(const struct tool_ctx *ctx, const char *name, json_t *args,
+	       struct tool_result *out)
+{
+	*out = (struct tool_result){0};
+	struct call c = {.tool = name ? name : "(unnamed)", .ctx = ctx};
+	const struct tool_def *d = find_def(name);
+	json_t *empty = NULL;
+	if (!d) {
+		tool_fail_plain(&c, "unknown tool '%s'", c.tool);
+	} else if (d->impl == IMPL_ENGINE) {
+		tool_fail_plain(&c, "tool '%s' is handled by the engine, not "
+			       "executed here", d->name);
+	} else if (d->impl == IMPL_UNAVAILABLE) {
+		tool_fail_plain(&c, "tool '%s' is not available in this version",
+			   d->name);
+	} else if (args && !json_is_object(args)) {
+		tool_fail(&c, "arguments must be a JSON object");
+	} else {
+		if (!args)
+			args = empty = json_object();
+		if (!args)
+			c.oom = true;
+		else
+			d->fn(&c, args);
+	}
+	json_decref(empty);
+	if (!c.oom && !c.text.data && buf_puts(&c.text, "") < 0)
+		c.oom = true;
+	if (c.oom) {
+		buf_free(&c.text);
+		errno = ENOMEM;
+		return -1;
+	}
+	out->text = tool_utf8_clean(c.text.data, c.text.len);
+	out->is_error = c.is_error;
+	buf_free(&c.text);
+	if (!out->text) {
+		errno = ENOMEM;
+		return -1;
+	}
+	return 0;
+}
+
+void tool_result_free(struct tool_result *r)
+{
+	free(r->text);
+	r->text = NULL;
+	r->is_error = false;
+}

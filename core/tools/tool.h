@@ -1,0 +1,68 @@
+/* tool: what the built-in tools' implementations share: the call being
+ * answered (its result text), argument readers, the workspace, and the
+ * sandboxed run of a program. One file per tool (bash.c, read.c, ...)
+ * implements tool_<name>; registry.c lists them in one table. Not for use
+ * outside core/tools/. */
+#ifndef SKILLFS_TOOL_H
+#define SKILLFS_TOOL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "buf.h"
+#include "proc.h"
+#include "tools.h"
+#include "workspace.h"
+
+/* One call being executed: the result text under construction. */
+struct call {
+	const char *tool;
+	const struct tool_ctx *ctx;
+	struct buf text;
+	bool is_error;
+	bool oom;  /* out of memory: the call fails with ENOMEM */
+};
+
+/* A tool's implementation: fills c from the model's arguments (an object). */
+typedef void (*tool_fn)(struct call *c, json_t *args);
+
+void tool_bash(struct call *c, json_t *args);
+void tool_read(struct call *c, json_t *args);
+void tool_write(struct call *c, json_t *args);
+void tool_edit(struct call *c, json_t *args);
+
+/* Appends to the result (out of memory sets c->oom). */
+void tool_put(struct call *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tool_put_bytes(struct call *c, const char *p, size_t n);
+
+/* Replaces the result with the error "<tool>: <message>". */
+void tool_fail(struct call *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Replaces the result with an error message that names the tool itself. */
+void tool_fail_plain(struct call *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Whether p[0..n) is valid UTF-8 without NUL bytes. */
+bool tool_is_text(const char *p, size_t n);
+/* A copy with each invalid byte (and NUL) replaced by U+FFFD; NULL on ENOMEM. */
+char *tool_utf8_clean(const char *p, size_t n);
+
+/* A string argument: true when present and valid; false when absent (an
+ * error when required) or invalid (an error). NUL refused unless allow_nul. */
+bool tool_arg_string(struct call *c, json_t *args, const char *key, bool required,
+		     bool allow_nul, const char **val, size_t *len);
+/* An optional integer >= 1 / boolean; *val left alone when absent; false
+ * (with an error) on a wrong type or value. */
+bool tool_arg_positive(struct call *c, json_t *args, const char *key, json_int_t *val);
+bool tool_arg_bool(struct call *c, json_t *args, const char *key, bool *val);
+
+/* Opens the run's workspace (tools_workspace_open); false with the error
+ * in c. */
+bool tool_open_ws(struct call *c, struct workspace *ws);
+
+/* Runs argv in the sandbox with the workspace as its working directory,
+ * under the call's time and output caps; the result is its output and how
+ * it ended ("[exit 0]", "[timed out after 5 s; ...]"). Refused when the
+ * sandbox is not usable. */
+void tool_run_sandboxed(struct call *c, const char *const *argv);
+
+#endif
