@@ -183,8 +183,9 @@ static int command(const struct sandbox *sb, const struct sandbox_call *call,
 			rc = add(argv, call->argv[i]);
 		goto out;
 	}
-	char tmp[32];
+	char tmp[32], shm[32];
 	snprintf(tmp, sizeof tmp, "%ld", SANDBOX_TMP_BYTES);
+	snprintf(shm, sizeof shm, "%ld", SANDBOX_SHM_BYTES);
 	char nproc[48];
 	snprintf(nproc, sizeof nproc, "--nproc=%d:%d", SANDBOX_NPROC, SANDBOX_NPROC);
 	if (rc == 0)
@@ -205,10 +206,18 @@ static int command(const struct sandbox *sb, const struct sandbox_call *call,
 		rc = add_system(argv);
 	if (rc == 0)
 		rc = add2(argv, "--proc", "/proc") < 0 || add2(argv, "--dev", "/dev") < 0 ||
+		     add2(argv, "--size", shm) < 0 || add2(argv, "--tmpfs", "/dev/shm") < 0 ||
 		     add2(argv, "--size", tmp) < 0 || add2(argv, "--tmpfs", "/tmp") < 0 ? -1 : 0;
 	if (rc == 0)
 		rc = bind_kind ? add3(argv, bind_kind, bind_src, SANDBOX_WORKSPACE)
 			       : add2(argv, "--dir", SANDBOX_WORKSPACE);
+	/* bubblewrap's own root and /dev are tmpfs without a size (half the
+	 * host's memory each), writable by the call: read-only once built.
+	 * The mounts on them (/tmp, /dev/shm, the workspace, the device
+	 * nodes) keep their own flags. */
+	if (rc == 0)
+		rc = add2(argv, "--remount-ro", "/dev") < 0 ||
+		     add2(argv, "--remount-ro", "/") < 0 ? -1 : 0;
 	if (rc == 0)
 		rc = add2(argv, "--chdir", SANDBOX_WORKSPACE);
 	/* The process limit is set inside, so that it counts the call's own

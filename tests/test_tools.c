@@ -931,6 +931,40 @@ static void test_sec7_bash_is_confined(void **state)
 	tool_result_free(&r);
 }
 
+/* The memory-backed places a call may write are capped: the sandbox's own
+ * root and /dev are read-only (each is an uncapped tmpfs, half the host's
+ * memory), /dev/shm has a small tmpfs of its own, /tmp its size. */
+static void test_sec7_bash_memory_filesystems_are_capped(void **state)
+{
+	struct fx *f = *state;
+	struct tool_result r = run_kv(f, "bash", "command",
+		"for d in / /dev /dev/shm /tmp; do "
+		"echo x > $d/probe 2>/dev/null && echo \"wrote $d\"; done; "
+		"echo x > /dev/null && echo devnull; "
+		"head -c 2000M /dev/zero > /dev/shm/big 2>/dev/null; "
+		"for d in / /dev /dev/shm /tmp; do "
+		"df -k --output=size $d | tail -1; done", NULL, NULL);
+	assert_null(strstr(r.text, "wrote /\n"));
+	assert_null(strstr(r.text, "wrote /dev\n"));
+	assert_non_null(strstr(r.text, "wrote /dev/shm\n"));
+	assert_non_null(strstr(r.text, "wrote /tmp\n"));
+	assert_non_null(strstr(r.text, "devnull\n"));
+	/* The two writable ones: no larger than their caps. */
+	const char *p = strstr(r.text, "devnull\n");
+	assert_non_null(p);
+	long sizes[4];
+	p += strlen("devnull\n");
+	for (int i = 0; i < 4; i++) {
+		char *end;
+		sizes[i] = strtol(p, &end, 10);
+		assert_true(end > p);
+		p = end;
+	}
+	if (sizes[2] * 1024L > SANDBOX_SHM_BYTES || sizes[3] * 1024L > SANDBOX_TMP_BYTES)
+		fail_msg("/dev/shm %ld KiB, /tmp %ld KiB: %s", sizes[2], sizes[3], r.text);
+	tool_result_free(&r);
+}
+
 static void test_D3_patterned_bash_runs_argv_without_shell(void **state)
 {
 	struct fx *f = *state;
@@ -1056,6 +1090,7 @@ int main(void)
 		TS(test_sec7_bash_output_cap),
 		TS(test_sec7_bash_cancel_kills_command),
 		TS(test_sec7_bash_is_confined),
+		TS(test_sec7_bash_memory_filesystems_are_capped),
 		TS(test_D3_patterned_bash_runs_argv_without_shell),
 		T(test_sec7_no_sandbox_program_fails_closed),
 		T(test_sec7_bwrap_missing_from_path_fails_closed),
