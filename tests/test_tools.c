@@ -636,6 +636,26 @@ static void test_sec7_fallback_resolution_refuses_escapes(void **state)
 	assert_int_equal(count_fds(), fds);
 }
 
+/* A workspaces' directory that another user may write is refused: whoever
+ * can rename entries there can swap a run's workspace for a link while the
+ * daemon works on it by path (removing it when the run goes). */
+static void test_sec7_workspace_parent_writable_by_others_is_refused(void **state)
+{
+	struct fx *f = *state;
+	struct workspace ws;
+	struct buf err = {0};
+	assert_int_equal(chmod(f->tmp, 0777), 0);
+	assert_int_equal(workspace_open(&ws, f->ws, &err), -1);
+	assert_non_null(err.data);
+	assert_non_null(strstr(err.data, "writable by other users"));
+	buf_free(&err);
+	assert_int_equal(access(f->ws, F_OK), -1); /* nothing made there */
+	assert_int_equal(chmod(f->tmp, 0755), 0);
+	assert_int_equal(workspace_open(&ws, f->ws, &err), 0);
+	workspace_close(&ws);
+	buf_free(&err);
+}
+
 static void test_sec7_read_missing_and_special_files(void **state)
 {
 	struct fx *f = *state;
@@ -1078,6 +1098,7 @@ int main(void)
 		T(test_sec7_symlink_escapes_are_refused),
 		T(test_sec7_symlink_inside_workspace_is_followed),
 		T(test_sec7_fallback_resolution_refuses_escapes),
+		T(test_sec7_workspace_parent_writable_by_others_is_refused),
 		T(test_sec7_read_missing_and_special_files),
 		T(test_sec7_read_size_cap),
 		T(test_sec7_read_offset_and_limit),
