@@ -310,10 +310,35 @@ int sandbox_prepare(const struct sandbox *sb, const struct sandbox_call *call,
 	return 0;
 }
 
-/* Starts one sandboxed `true`; sets sb->why when it does not work. */
+/* The daemon's own namespace named by /proc/self/ns/<what> ("" without
+ * /proc), into ns (size n). */
+static void own_ns(const char *what, char *ns, size_t n)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/self/ns/%s", what);
+	ssize_t len = readlink(path, ns, n - 1);
+	ns[len > 0 ? len : 0] = '\0';
+}
+
+/* What the probe runs inside: it fails unless it is in user, pid and
+ * (without network) net namespaces other than the daemon's, so that a
+ * program that merely runs its last arguments is not taken for a sandbox. */
+#define PROBE_SCRIPT                                                           \
+	"[ \"$(readlink /proc/self/ns/user)\" != \"$1\" ] && "                     \
+	"[ \"$(readlink /proc/self/ns/pid)\" != \"$2\" ] && "                      \
+	"{ [ -z \"$3\" ] || [ \"$(readlink /proc/self/ns/net)\" != \"$3\" ]; } || " \
+	"{ echo 'it does not confine: the probe ran in the namespaces of skillfs "  \
+	"itself'; exit 1; }"
+
+/* Starts one sandboxed probe; sets sb->why when it does not work. */
 static int probe_run(struct sandbox *sb)
 {
-	const char *const inner[] = {"true", NULL};
+	char user[64], pid[64], net[64] = "";
+	own_ns("user", user, sizeof user);
+	own_ns("pid", pid, sizeof pid);
+	if (!sb->network)
+		own_ns("net", net, sizeof net);
+	const char *const inner[] = {"/bin/sh", "-c", PROBE_SCRIPT, "sh", user, pid, net, NULL};
 	struct sandbox_call call = {.argv = inner, .workspace_fd = -1};
 	struct sandbox_run run;
 	char *err = NULL;

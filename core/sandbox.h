@@ -16,7 +16,9 @@
  *
  * The probe decides once per configuration whether process tools can run
  * at all: it finds the program (tools.sandbox_program, else "bwrap" on
- * PATH) and starts one sandboxed `true`. Without a working sandbox the
+ * PATH) and starts one sandboxed shell that checks it is in user, pid and
+ * (without network) net namespaces other than the daemon's, so that a
+ * program that is not a sandbox is refused. Without a working sandbox the
  * process tools are not available (fail closed), unless the configuration
  * says tools.sandbox: none. */
 #ifndef SKILLFS_SANDBOX_H

@@ -1034,6 +1034,29 @@ static void test_sec7_no_sandbox_program_fails_closed(void **state)
 	sandbox_free(&sb);
 }
 
+/* A program that is not a sandbox (here one that drops its options and
+ * runs the rest, as a careless wrapper would) fails the probe. */
+static void test_sec7_sandbox_program_that_does_not_confine_fails_closed(void **state)
+{
+	struct fx *f = *state;
+	put_file(f->tmp, "fake-bwrap",
+		 "#!/bin/sh\n"
+		 "while [ $# -gt 0 ] && [ \"$1\" != -- ]; do shift; done\n"
+		 "shift\nexec \"$@\"\n");
+	char prog[PATH_MAX];
+	snprintf(prog, sizeof prog, "%s/fake-bwrap", f->tmp);
+	/* Reachable by tools.user too, when the test runs as root. */
+	assert_int_equal(chmod(f->tmp, 0755), 0);
+	assert_int_equal(chmod(prog, 0755), 0);
+	struct tools_config tc = {.sandbox_program = prog};
+	struct sandbox sb;
+	assert_int_equal(sandbox_probe(&tc, &sb), 0);
+	assert_false(sandbox_usable(&sb));
+	assert_non_null(sb.why);
+	assert_non_null(strstr(sb.why, "does not confine"));
+	sandbox_free(&sb);
+}
+
 static void test_sec7_bwrap_missing_from_path_fails_closed(void **state)
 {
 	struct fx *f = *state;
@@ -1114,6 +1137,7 @@ int main(void)
 		TS(test_sec7_bash_memory_filesystems_are_capped),
 		TS(test_D3_patterned_bash_runs_argv_without_shell),
 		T(test_sec7_no_sandbox_program_fails_closed),
+		T(test_sec7_sandbox_program_that_does_not_confine_fails_closed),
 		T(test_sec7_bwrap_missing_from_path_fails_closed),
 		T(test_sec7_sandbox_none_runs_unconfined),
 	};
