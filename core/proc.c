@@ -18,6 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
+
 #ifndef MOVE_MOUNT_F_EMPTY_PATH
 #define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
 #endif
@@ -289,6 +293,12 @@ static pid_t spawn_child(struct child_plan *p)
 			  CLONE_VM | CLONE_VFORK | SIGCHLD, p);
 	int e = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+#if defined(__SANITIZE_ADDRESS__)
+	/* The child's frames poisoned this stack's shadow (shared, CLONE_VM)
+	 * and it never returned to clear it: memory mapped here later would
+	 * read as a stack redzone. */
+	ASAN_UNPOISON_MEMORY_REGION(stack, CHILD_STACK_SIZE);
+#endif
 	munmap(stack, CHILD_STACK_SIZE);
 	errno = e;
 	return pid;
