@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+
 #ifndef MOVE_MOUNT_F_EMPTY_PATH
 #define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
 #endif

@@ -887,6 +887,17 @@ int runs_create(struct runs *r, const char *id, uid_t uid, gid_t gid)
 		pthread_mutex_unlock(&r->lock);
 		return -EEXIST;
 	}
+	/* A new run starts with an empty workspace: a workspace left under
+	 * this id (by a run whose removal could not take all of it, e.g. a
+	 * tree deeper than PATH_MAX) would hand its files to whoever takes
+	 * the id next. */
+	char ws[PATH_MAX];
+	struct stat st;
+	if (snprintf(ws, sizeof ws, "%s/%s", r->workspaces, id) >= (int)sizeof ws ||
+	    lstat(ws, &st) == 0) {
+		pthread_mutex_unlock(&r->lock);
+		return -EEXIST;
+	}
 	int rc = store_run_create_owned(r->store, id, (int64_t)uid, (int64_t)gid, NULL);
 	if (rc == 0 && !run_insert(r, id, RUNSTATE_CREATED, uid, gid)) {
 		store_run_delete(r->store, id, NULL);

@@ -106,6 +106,25 @@ static int attr_rc_f(struct engine *e, struct view_attr *a, const char *fmt, ...
 	return attr_rc(e, path, a);
 }
 
+/* A workspace left under an id (a removal that could not take all of it)
+ * is never handed to a new run of that id. */
+static void test_sec7_new_run_never_inherits_a_workspace(void **state)
+{
+	struct fixture *f = *state;
+	start_runs(f);
+	struct runs *r = engine_runs(f->e);
+	char *ws = test_join(f->root, "state/workspaces/stale");
+	assert_int_equal(mkdir(ws, 0700), 0);
+	char *file = test_join(ws, "secret");
+	test_write_text(file, "of an earlier run\n");
+	assert_int_equal(runs_create(r, "stale", getuid(), getgid()), -EEXIST);
+	struct view_attr a;
+	assert_int_equal(attr_rc(f->e, "runs/stale", &a), -ENOENT);
+	assert_int_equal(runs_create(r, "fresh", getuid(), getgid()), 0);
+	free(file);
+	free(ws);
+}
+
 /* Section 6: an id is 1-64 characters. One longer is no run at all, not
  * the run of its first 64 characters (it was cut to fit a buffer). */
 static void test_sec6_overlong_id_names_no_run(void **state)
@@ -308,6 +327,7 @@ static void test_owner_survives_a_remount_and_old_runs_are_the_daemons(void **st
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_sec7_new_run_never_inherits_a_workspace, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sec6_overlong_id_names_no_run, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_owner_is_reported_without_allow_other, setup,
 						teardown),

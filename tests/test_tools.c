@@ -636,6 +636,26 @@ static void test_sec7_fallback_resolution_refuses_escapes(void **state)
 	assert_int_equal(count_fds(), fds);
 }
 
+/* A workspaces' directory that another user may write is refused: whoever
+ * can rename entries there can swap a run's workspace for a link while the
+ * daemon works on it by path (removing it when the run goes). */
+static void test_sec7_workspace_parent_writable_by_others_is_refused(void **state)
+{
+	struct fx *f = *state;
+	struct workspace ws;
+	struct buf err = {0};
+	assert_int_equal(chmod(f->tmp, 0777), 0);
+	assert_int_equal(workspace_open(&ws, f->ws, &err), -1);
+	assert_non_null(err.data);
+	assert_non_null(strstr(err.data, "writable by other users"));
+	buf_free(&err);
+	assert_int_equal(access(f->ws, F_OK), -1); /* nothing made there */
+	assert_int_equal(chmod(f->tmp, 0755), 0);
+	assert_int_equal(workspace_open(&ws, f->ws, &err), 0);
+	workspace_close(&ws);
+	buf_free(&err);
+}
+
 static void test_sec7_read_missing_and_special_files(void **state)
 {
 	struct fx *f = *state;
@@ -931,6 +951,40 @@ static void test_sec7_bash_is_confined(void **state)
 	tool_result_free(&r);
 }
 
+/* The memory-backed places a call may write are capped: the sandbox's own
+ * root and /dev are read-only (each is an uncapped tmpfs, half the host's
+ * memory), /dev/shm has a small tmpfs of its own, /tmp its size. */
+static void test_sec7_bash_memory_filesystems_are_capped(void **state)
+{
+	struct fx *f = *state;
+	struct tool_result r = run_kv(f, "bash", "command",
+		"for d in / /dev /dev/shm /tmp; do "
+		"echo x > $d/probe 2>/dev/null && echo \"wrote $d\"; done; "
+		"echo x > /dev/null && echo devnull; "
+		"head -c 2000M /dev/zero > /dev/shm/big 2>/dev/null; "
+		"for d in / /dev /dev/shm /tmp; do "
+		"df -k --output=size $d | tail -1; done", NULL, NULL);
+	assert_null(strstr(r.text, "wrote /\n"));
+	assert_null(strstr(r.text, "wrote /dev\n"));
+	assert_non_null(strstr(r.text, "wrote /dev/shm\n"));
+	assert_non_null(strstr(r.text, "wrote /tmp\n"));
+	assert_non_null(strstr(r.text, "devnull\n"));
+	/* The two writable ones: no larger than their caps. */
+	const char *p = strstr(r.text, "devnull\n");
+	assert_non_null(p);
+	long sizes[4];
+	p += strlen("devnull\n");
+	for (int i = 0; i < 4; i++) {
+		char *end;
+		sizes[i] = strtol(p, &end, 10);
+		assert_true(end > p);
+		p = end;
+	}
+	if (sizes[2] * 1024L > SANDBOX_SHM_BYTES || sizes[3] * 1024L > SANDBOX_TMP_BYTES)
+		fail_msg("/dev/shm %ld KiB, /tmp %ld KiB: %s", sizes[2], sizes[3], r.text);
+	tool_result_free(&r);
+}
+
 static void test_D3_patterned_bash_runs_argv_without_shell(void **state)
 {
 	struct fx *f = *state;
@@ -977,6 +1031,29 @@ static void test_sec7_no_sandbox_program_fails_closed(void **state)
 	assert_null(strstr(r.text, "ran"));
 	assert_non_null(strstr(r.text, "not available"));
 	tool_result_free(&r);
+	sandbox_free(&sb);
+}
+
+/* A program that is not a sandbox (here one that drops its options and
+ * runs the rest, as a careless wrapper would) fails the probe. */
+static void test_sec7_sandbox_program_that_does_not_confine_fails_closed(void **state)
+{
+	struct fx *f = *state;
+	put_file(f->tmp, "fake-bwrap",
+		 "#!/bin/sh\n"
+		 "while [ $# -gt 0 ] && [ \"$1\" != -- ]; do shift; done\n"
+		 "shift\nexec \"$@\"\n");
+	char prog[PATH_MAX];
+	snprintf(prog, sizeof prog, "%s/fake-bwrap", f->tmp);
+	/* Reachable by tools.user too, when the test runs as root. */
+	assert_int_equal(chmod(f->tmp, 0755), 0);
+	assert_int_equal(chmod(prog, 0755), 0);
+	struct tools_config tc = {.sandbox_program = prog};
+	struct sandbox sb;
+	assert_int_equal(sandbox_probe(&tc, &sb), 0);
+	assert_false(sandbox_usable(&sb));
+	assert_non_null(sb.why);
+	assert_non_null(strstr(sb.why, "does not confine"));
 	sandbox_free(&sb);
 }
 
@@ -1044,6 +1121,7 @@ int main(void)
 		T(test_sec7_symlink_escapes_are_refused),
 		T(test_sec7_symlink_inside_workspace_is_followed),
 		T(test_sec7_fallback_resolution_refuses_escapes),
+		T(test_sec7_workspace_parent_writable_by_others_is_refused),
 		T(test_sec7_read_missing_and_special_files),
 		T(test_sec7_read_size_cap),
 		T(test_sec7_read_offset_and_limit),
@@ -1056,8 +1134,10 @@ int main(void)
 		TS(test_sec7_bash_output_cap),
 		TS(test_sec7_bash_cancel_kills_command),
 		TS(test_sec7_bash_is_confined),
+		TS(test_sec7_bash_memory_filesystems_are_capped),
 		TS(test_D3_patterned_bash_runs_argv_without_shell),
 		T(test_sec7_no_sandbox_program_fails_closed),
+		T(test_sec7_sandbox_program_that_does_not_confine_fails_closed),
 		T(test_sec7_bwrap_missing_from_path_fails_closed),
 		T(test_sec7_sandbox_none_runs_unconfined),
 	};

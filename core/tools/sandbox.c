@@ -183,8 +183,9 @@ static int command(const struct sandbox *sb, const struct sandbox_call *call,
 			rc = add(argv, call->argv[i]);
 		goto out;
 	}
-	char tmp[32];
+	char tmp[32], shm[32];
 	snprintf(tmp, sizeof tmp, "%ld", SANDBOX_TMP_BYTES);
+	snprintf(shm, sizeof shm, "%ld", SANDBOX_SHM_BYTES);
 	char nproc[48];
 	snprintf(nproc, sizeof nproc, "--nproc=%d:%d", SANDBOX_NPROC, SANDBOX_NPROC);
 	if (rc == 0)
@@ -205,10 +206,18 @@ static int command(const struct sandbox *sb, const struct sandbox_call *call,
 		rc = add_system(argv);
 	if (rc == 0)
 		rc = add2(argv, "--proc", "/proc") < 0 || add2(argv, "--dev", "/dev") < 0 ||
+		     add2(argv, "--size", shm) < 0 || add2(argv, "--tmpfs", "/dev/shm") < 0 ||
 		     add2(argv, "--size", tmp) < 0 || add2(argv, "--tmpfs", "/tmp") < 0 ? -1 : 0;
 	if (rc == 0)
 		rc = bind_kind ? add3(argv, bind_kind, bind_src, SANDBOX_WORKSPACE)
 			       : add2(argv, "--dir", SANDBOX_WORKSPACE);
+	/* bubblewrap's own root and /dev are tmpfs without a size (half the
+	 * host's memory each), writable by the call: read-only once built.
+	 * The mounts on them (/tmp, /dev/shm, the workspace, the device
+	 * nodes) keep their own flags. */
+	if (rc == 0)
+		rc = add2(argv, "--remount-ro", "/dev") < 0 ||
+		     add2(argv, "--remount-ro", "/") < 0 ? -1 : 0;
 	if (rc == 0)
 		rc = add2(argv, "--chdir", SANDBOX_WORKSPACE);
 	/* The process limit is set inside, so that it counts the call's own
@@ -301,10 +310,35 @@ int sandbox_prepare(const struct sandbox *sb, const struct sandbox_call *call,
 	return 0;
 }
 
-/* Starts one sandboxed `true`; sets sb->why when it does not work. */
+/* The daemon's own namespace named by /proc/self/ns/<what> ("" without
+ * /proc), into ns (size n). */
+static void own_ns(const char *what, char *ns, size_t n)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/self/ns/%s", what);
+	ssize_t len = readlink(path, ns, n - 1);
+	ns[len > 0 ? len : 0] = '\0';
+}
+
+/* What the probe runs inside: it fails unless it is in user, pid and
+ * (without network) net namespaces other than the daemon's, so that a
+ * program that merely runs its last arguments is not taken for a sandbox. */
+#define PROBE_SCRIPT                                                           \
+	"[ \"$(readlink /proc/self/ns/user)\" != \"$1\" ] && "                     \
+	"[ \"$(readlink /proc/self/ns/pid)\" != \"$2\" ] && "                      \
+	"{ [ -z \"$3\" ] || [ \"$(readlink /proc/self/ns/net)\" != \"$3\" ]; } || " \
+	"{ echo 'it does not confine: the probe ran in the namespaces of skillfs "  \
+	"itself'; exit 1; }"
+
+/* Starts one sandboxed probe; sets sb->why when it does not work. */
 static int probe_run(struct sandbox *sb)
 {
-	const char *const inner[] = {"true", NULL};
+	char user[64], pid[64], net[64] = "";
+	own_ns("user", user, sizeof user);
+	own_ns("pid", pid, sizeof pid);
+	if (!sb->network)
+		own_ns("net", net, sizeof net);
+	const char *const inner[] = {"/bin/sh", "-c", PROBE_SCRIPT, "sh", user, pid, net, NULL};
 	struct sandbox_call call = {.argv = inner, .workspace_fd = -1};
 	struct sandbox_run run;
 	char *err = NULL;

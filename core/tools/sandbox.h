@@ -2,8 +2,9 @@
  * section 7). A call runs under bubblewrap with new user, pid, ipc, uts and
  * cgroup namespaces and, unless tools.network, a new network namespace; the
  * host's /usr (and the /bin, /lib... links or directories beside it) and a
- * short list of /etc files read-only; a private /proc, /dev and size-capped
- * /tmp; the run's workspace, bound from a descriptor, as the only writable
+ * short list of /etc files read-only; a private /proc, a read-only /dev
+ * with a size-capped /dev/shm, a size-capped /tmp, and a read-only root;
+ * the run's workspace, bound from a descriptor, as the only writable
  * place and the working directory (SANDBOX_WORKSPACE); no capabilities,
  * no new privileges, no further user namespaces, a new session, and a
  * process limit counted inside the call's own user namespace. When the
@@ -15,7 +16,9 @@
  *
  * The probe decides once per configuration whether process tools can run
  * at all: it finds the program (tools.sandbox_program, else "bwrap" on
- * PATH) and starts one sandboxed `true`. Without a working sandbox the
+ * PATH) and starts one sandboxed shell that checks it is in user, pid and
+ * (without network) net namespaces other than the daemon's, so that a
+ * program that is not a sandbox is refused. Without a working sandbox the
  * process tools are not available (fail closed), unless the configuration
  * says tools.sandbox: none. */
 #ifndef SKILLFS_SANDBOX_H
@@ -34,6 +37,8 @@
 #define SANDBOX_NPROC 128
 /* Size of the call's private /tmp. */
 #define SANDBOX_TMP_BYTES (256L << 20)
+/* Size of the call's /dev/shm (its own tmpfs). */
+#define SANDBOX_SHM_BYTES (64L << 20)
 
 struct sandbox {
 	enum sandbox_mode mode;

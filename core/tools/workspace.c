@@ -382,6 +382,23 @@ int workspace_open_as(struct workspace *ws, const char *root, uid_t uid, gid_t g
 		*slash = '/';
 		goto fail;
 	}
+	/* Whoever else may write the parent can rename the workspace away
+	 * and put a link in its place while it is used by path. */
+	struct stat pst;
+	if (fstat(pfd, &pst) < 0) {
+		buf_printf(err, "cannot check the workspaces' directory %s: %s", parent,
+			   strerror(errno));
+		*slash = '/';
+		goto fail;
+	}
+	if (pst.st_uid != geteuid() || (pst.st_mode & 022)) {
+		buf_printf(err, "the workspaces' directory %s is writable by other users "
+			   "or not owned by uid %ld: refusing to use it; make it 0700 and "
+			   "owned by that user, or choose another state directory", parent,
+			   (long)geteuid());
+		*slash = '/';
+		goto fail;
+	}
 	*slash = '/';
 	bool made = mkdirat(pfd, name, 0700) == 0;
 	if (!made && errno != EEXIST) {

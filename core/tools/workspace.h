@@ -36,7 +36,8 @@ int workspace_open(struct workspace *ws, const char *root, struct buf *err);
 
 /* Opens the workspace at the absolute path root for tools that run as
  * uid/gid. The directory above root is the daemon's own (made, mode 0700,
- * when missing); root itself is made with mode 0700 when absent, opened
+ * when missing; refused when another user owns it or group or others may
+ * write it); root itself is made with mode 0700 when absent, opened
  * without following a symbolic link, and refused unless it is a directory
  * owned by uid or by the daemon's user; it is then given to uid/gid and
  * made 0700. Files and directories the file tools make in it get the same
