@@ -1000,6 +1000,34 @@ static void test_D3_patterned_bash_runs_argv_without_shell(void **state)
 	assert_int_equal(access(p, F_OK), -1);
 }
 
+/* A patterned grant's program is not steered by files the call could
+ * write: `git diff --output=.gitconfig` wrote a config naming a program
+ * for git diff to run, and HOME was the workspace. */
+static void test_D3_patterned_call_ignores_home_and_git_config(void **state)
+{
+	struct fx *f = *state;
+	f->ctx.argv_only = true;
+	struct tool_result r = run_kv(f, "bash", "command", "true", NULL, NULL);
+	expect_ok(&r, "[exit 0]"); /* the workspace exists now */
+	put_file(f->ws, ".gitconfig", "[diff]\n\texternal = touch pwned\n");
+	put_file(f->ws, "a", "a\n");
+	put_file(f->ws, "b", "b\n");
+	r = run_kv(f, "bash", "command", "env", NULL, NULL);
+	assert_non_null(strstr(r.text, "HOME=" SANDBOX_PRISTINE_HOME "\n"));
+	assert_non_null(strstr(r.text, "GIT_CONFIG_GLOBAL=/dev/null\n"));
+	tool_result_free(&r);
+	r = run_kv(f, "bash", "command", "git diff --no-index a b", NULL, NULL);
+	assert_non_null(strstr(r.text, "+b"));
+	tool_result_free(&r);
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s/pwned", f->ws);
+	assert_int_equal(access(p, F_OK), -1);
+	/* ... nor can it write a home of its own. */
+	r = run_kv(f, "bash", "command", "touch " SANDBOX_PRISTINE_HOME "/x", NULL, NULL);
+	assert_true(r.is_error);
+	tool_result_free(&r);
+}
+
 static void test_sec7_no_sandbox_program_fails_closed(void **state)
 {
 	struct fx *f = *state;
@@ -1136,6 +1164,7 @@ int main(void)
 		TS(test_sec7_bash_is_confined),
 		TS(test_sec7_bash_memory_filesystems_are_capped),
 		TS(test_D3_patterned_bash_runs_argv_without_shell),
+		TS(test_D3_patterned_call_ignores_home_and_git_config),
 		T(test_sec7_no_sandbox_program_fails_closed),
 		T(test_sec7_sandbox_program_that_does_not_confine_fails_closed),
 		T(test_sec7_bwrap_missing_from_path_fails_closed),

@@ -170,10 +170,17 @@ static int command(const struct sandbox *sb, const struct sandbox_call *call,
 		   struct strlist *argv, struct strlist *env)
 {
 	bool none = sb->mode == SANDBOX_NONE;
+	bool pristine = call->pristine_home && !none;
 	int rc = add(env, "PATH=" TOOL_PATH);
 	if (rc == 0)
 		rc = strlist_addf(env, "HOME=%s",
-				  none && call->workspace ? call->workspace : SANDBOX_WORKSPACE);
+				  pristine ? SANDBOX_PRISTINE_HOME
+				  : none && call->workspace ? call->workspace : SANDBOX_WORKSPACE);
+	/* git reads ~/.gitconfig and /etc/gitconfig, and a config can name
+	 * programs for it to run (diff.external, core.pager...). */
+	if (rc == 0 && pristine)
+		rc = add3(env, "XDG_CONFIG_HOME=" SANDBOX_PRISTINE_HOME, "GIT_CONFIG_NOSYSTEM=1",
+			  "GIT_CONFIG_GLOBAL=/dev/null");
 	if (rc == 0)
 		rc = add2(env, "LANG=C.UTF-8", "TERM=dumb");
 	if (rc == 0)
@@ -211,6 +218,8 @@ static int command(const struct sandbox *sb, const struct sandbox_call *call,
 	if (rc == 0)
 		rc = bind_kind ? add3(argv, bind_kind, bind_src, SANDBOX_WORKSPACE)
 			       : add2(argv, "--dir", SANDBOX_WORKSPACE);
+	if (rc == 0 && pristine)
+		rc = add2(argv, "--dir", SANDBOX_PRISTINE_HOME);
 	/* bubblewrap's own root and /dev are tmpfs without a size (half the
 	 * host's memory each), writable by the call: read-only once built.
 	 * The mounts on them (/tmp, /dev/shm, the workspace, the device

@@ -76,7 +76,14 @@ struct sandbox_call {
 	                             SANDBOX_WORKSPACE, the working directory */
 	const char *workspace;    /* its host path: the working directory and
 	                             HOME with mode none */
+	bool pristine_home;       /* HOME an empty read-only directory and no
+	                             user or system git config: what a
+	                             patterned grant runs must not be steered
+	                             by files the call itself could write */
 };
+
+/* HOME of a call with pristine_home. */
+#define SANDBOX_PRISTINE_HOME "/run/skillfs-home"
 
 /* A call made ready to run: spec has argv, envp, cwd and the descriptors,
  * mounts and ids the child needs; the caller sets the timeout, output cap

@@ -268,7 +268,7 @@ void tool_run_sandboxed(struct call *c, const char *const *argv)
 	size_t cap = c->ctx->output_max ? c->ctx->output_max
 					: TOOLS_DEFAULT_OUTPUT_MAX;
 	struct sandbox_call call = {.argv = argv, .workspace_fd = ws.dirfd,
-				    .workspace = ws.root};
+				    .workspace = ws.root, .pristine_home = c->ctx->argv_only};
 	struct sandbox_run run;
 	struct proc_result pr = {0};
 	char *why = NULL;
