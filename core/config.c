@@ -495,41 +495,60 @@ static int parse_str_list(struct ctx *x, const yaml_node_t *n, const char *key,
 	return 0;
 }
 
-static int parse_trust_map(struct ctx *x, const yaml_node_t *n)
+/* One entry of a mapping with string keys: kn the key node, name its
+ * text, k "<key>.<name>", vn the value (a null node included). */
+typedef int (*pair_fn)(struct ctx *x, const yaml_node_t *kn, const char *name,
+		       const char *k, yaml_node_t *vn, void *arg);
+
+/* Calls fn for each entry of the mapping n at key (what the mapping maps,
+ * for the message when n is not one: "skill to trust level"). Returns 0,
+ * or -1 at the first failure (fn's, or a key that is not a string). */
+static int each_pair(struct ctx *x, const yaml_node_t *n, const char *key,
+		     const char *what, pair_fn fn, void *arg)
 {
-	const char *key = "skills.trust";
 	char k[KEY_MAX];
-	struct config *c = x->c;
 	if (n->type != YAML_MAPPING_NODE)
-		return fail(x, n, key, "expected a mapping of skill to trust level, got %s",
-			    node_kind(n));
+		return fail(x, n, key, "expected a mapping of %s, got %s", what, node_kind(n));
 	for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
 	     p < n->data.mapping.pairs.top; p++) {
 		yaml_node_t *kn = node_at(x, p->key), *vn = node_at(x, p->value);
-		const char *skill;
-		enum trust t;
+		const char *name;
 		if (!kn || !vn)
 			return fail(x, n, key, "malformed mapping");
-		if (get_str(x, kn, key, false, &skill) < 0)
+		if (get_str(x, kn, key, false, &name) < 0 ||
+		    fn(x, kn, name, key_join(k, key, name), vn, arg) < 0)
 			return -1;
-		key_join(k, key, skill);
-		for (size_t i = 0; i < c->ntrust_overrides; i++)
-			if (!strcmp(c->trust_overrides[i].skill, skill))
-				return fail(x, kn, k, "key given twice");
-		if (get_trust_lenient(x, is_null(vn) ? NULL : vn, k, &t) < 0)
-			return -1;
-		struct trust_override *o = realloc(c->trust_overrides,
-						   (c->ntrust_overrides + 1) * sizeof *o);
-		if (!o)
-			return fail_oom(x);
-		c->trust_overrides = o;
-		o[c->ntrust_overrides].skill = strdup(skill);
-		if (!o[c->ntrust_overrides].skill)
-			return fail_oom(x);
-		o[c->ntrust_overrides].trust = t;
-		c->ntrust_overrides++;
 	}
 	return 0;
+}
+
+static int trust_entry(struct ctx *x, const yaml_node_t *kn, const char *skill,
+		       const char *k, yaml_node_t *vn, void *arg)
+{
+	(void)arg;
+	struct config *c = x->c;
+	enum trust t;
+	for (size_t i = 0; i < c->ntrust_overrides; i++)
+		if (!strcmp(c->trust_overrides[i].skill, skill))
+			return fail(x, kn, k, "key given twice");
+	if (get_trust_lenient(x, is_null(vn) ? NULL : vn, k, &t) < 0)
+		return -1;
+	struct trust_override *o = realloc(c->trust_overrides,
+					   (c->ntrust_overrides + 1) * sizeof *o);
+	if (!o)
+		return fail_oom(x);
+	c->trust_overrides = o;
+	o[c->ntrust_overrides].skill = strdup(skill);
+	if (!o[c->ntrust_overrides].skill)
+		return fail_oom(x);
+	o[c->ntrust_overrides].trust = t;
+	c->ntrust_overrides++;
+	return 0;
+}
+
+static int parse_trust_map(struct ctx *x, const yaml_node_t *n)
+{
+	return each_pair(x, n, "skills.trust", "skill to trust level", trust_entry, NULL);
 }
 
 static int parse_skills(struct ctx *x, const yaml_node_t *n)
@@ -644,92 +663,66 @@ static int set_builtin_tools(struct config *c)
 
 static int dup_field(struct ctx *x, const yaml_node_t *n, const char *key, char **out);
 
-/* tools.limits: {<tool>: {timeout: seconds, output_bytes: n}}. */
-static int parse_tool_limits(struct ctx *x, const yaml_node_t *n)
+/* tools.limits.<tool>: {timeout: seconds, output_bytes: n}. */
+static int limit_entry(struct ctx *x, const yaml_node_t *kn, const char *name,
+		       const char *k, yaml_node_t *vn, void *arg)
 {
 	static const char *const names[] = {"timeout", "output_bytes"};
-	const char *key = "tools.limits";
-	char k[KEY_MAX];
+	(void)arg;
 	struct tools_config *t = &x->c->tools;
-	if (n->type != YAML_MAPPING_NODE)
-		return fail(x, n, key, "expected a mapping of tool to limits, got %s",
-			    node_kind(n));
-	for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
-	     p < n->data.mapping.pairs.top; p++) {
-		yaml_node_t *kn = node_at(x, p->key), *vn = node_at(x, p->value);
-		const char *name;
-		if (!kn || !vn)
-			return fail(x, n, key, "malformed mapping");
-		if (get_str(x, kn, key, false, &name) < 0)
-			return -1;
-		key_join(k, key, name);
-		char *tool = str_lower(name);
-		if (!tool)
-			return fail_oom(x);
-		int bad = 0;
-		if (!is_builtin_tool(tool))
-			bad = fail_unknown_tool(x, kn, k, name);
-		for (size_t i = 0; !bad && i < t->nlimits; i++)
-			if (!strcmp(t->limits[i].tool, tool))
-				bad = fail(x, kn, k, "key given twice");
-		struct tool_limit *l = bad ? NULL : realloc(t->limits, (t->nlimits + 1) * sizeof *l);
-		if (!bad && !l)
-			bad = fail_oom(x);
-		if (bad) {
-			free(tool);
-			return -1;
-		}
-		t->limits = l;
-		l = &t->limits[t->nlimits++];
-		*l = (struct tool_limit){ .tool = tool };
-		if (is_null(vn))
-			continue;
-		yaml_node_t *f[2];
-		char kk[KEY_MAX];
-		if (get_fields(x, vn, k, names, 2, f) < 0 ||
-		    (f[0] && get_int(x, f[0], key_join(kk, k, "timeout"), 1, 86400,
-				     &l->timeout) < 0) ||
-		    (f[1] && get_long(x, f[1], key_join(kk, k, "output_bytes"), 1,
-				      64L << 20, &l->output_bytes) < 0))
-			return -1;
+	char *tool = str_lower(name);
+	if (!tool)
+		return fail_oom(x);
+	int bad = 0;
+	if (!is_builtin_tool(tool))
+		bad = fail_unknown_tool(x, kn, k, name);
+	for (size_t i = 0; !bad && i < t->nlimits; i++)
+		if (!strcmp(t->limits[i].tool, tool))
+			bad = fail(x, kn, k, "key given twice");
+	struct tool_limit *l = bad ? NULL : realloc(t->limits, (t->nlimits + 1) * sizeof *l);
+	if (!bad && !l)
+		bad = fail_oom(x);
+	if (bad) {
+		free(tool);
+		return -1;
 	}
+	t->limits = l;
+	l = &t->limits[t->nlimits++];
+	*l = (struct tool_limit){ .tool = tool };
+	if (is_null(vn))
+		return 0;
+	yaml_node_t *f[2];
+	char kk[KEY_MAX];
+	if (get_fields(x, vn, k, names, 2, f) < 0 ||
+	    (f[0] && get_int(x, f[0], key_join(kk, k, "timeout"), 1, 86400, &l->timeout) < 0) ||
+	    (f[1] && get_long(x, f[1], key_join(kk, k, "output_bytes"), 1, 64L << 20,
+			      &l->output_bytes) < 0))
+		return -1;
 	return 0;
 }
 
-/* tools.env: {NAME: value}, passed to tool processes as NAME=value. */
-static int parse_tool_env(struct ctx *x, const yaml_node_t *n)
+/* tools.env.<NAME>: value, passed to tool processes as NAME=value. */
+static int env_entry(struct ctx *x, const yaml_node_t *kn, const char *name,
+		     const char *k, yaml_node_t *vn, void *arg)
 {
-	const char *key = "tools.env";
-	char k[KEY_MAX];
-	if (n->type != YAML_MAPPING_NODE)
-		return fail(x, n, key, "expected a mapping of variable to value, got %s",
-			    node_kind(n));
-	for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
-	     p < n->data.mapping.pairs.top; p++) {
-		yaml_node_t *kn = node_at(x, p->key), *vn = node_at(x, p->value);
-		const char *name, *val = "";
-		if (!kn || !vn)
-			return fail(x, n, key, "malformed mapping");
-		if (get_str(x, kn, key, false, &name) < 0)
-			return -1;
-		key_join(k, key, name);
-		bool ok = isalpha((unsigned char)name[0]) || name[0] == '_';
-		for (const char *q = name; ok && *q; q++)
-			ok = isalnum((unsigned char)*q) || *q == '_';
-		if (!ok)
-			return fail(x, kn, k, "not a variable name (letters, digits, _)");
-		if (!strcmp(name, "PATH") || !strcmp(name, "HOME"))
-			return fail(x, kn, k, "%s is set by skillfs for each tool", name);
-		if (!is_null(vn) && get_str(x, vn, k, true, &val) < 0)
-			return -1;
-		for (size_t i = 0; i < x->c->tools.env.n; i++) {
-			const char *e = x->c->tools.env.items[i];
-			if (!strncmp(e, name, strlen(name)) && e[strlen(name)] == '=')
-				return fail(x, kn, k, "key given twice");
-		}
-		if (strlist_addf(&x->c->tools.env, "%s=%s", name, val) < 0)
-			return fail_oom(x);
+	(void)arg;
+	const char *val = "";
+	bool ok = isalpha((unsigned char)name[0]) || name[0] == '_';
+	for (const char *q = name; ok && *q; q++)
+		ok = isalnum((unsigned char)*q) || *q == '_';
+	if (!ok)
+		return fail(x, kn, k, "not a variable name (letters, digits, _)");
+	if (!strcmp(name, "PATH") || !strcmp(name, "HOME"))
+		return fail(x, kn, k, "%s is set by skillfs for each tool", name);
+	if (!is_null(vn) && get_str(x, vn, k, true, &val) < 0)
+		return -1;
+	for (size_t i = 0; i < x->c->tools.env.n; i++) {
+		const char *e = x->c->tools.env.items[i];
+		if (!strncmp(e, name, strlen(name)) && e[strlen(name)] == '=')
+			return fail(x, kn, k, "key given twice");
 	}
+	if (strlist_addf(&x->c->tools.env, "%s=%s", name, val) < 0)
+		return fail_oom(x);
 	return 0;
 }
 
@@ -777,8 +770,8 @@ static int parse_tools(struct ctx *x, const yaml_node_t *n)
 		return -1;
 	if (dup_field(x, f[5], "tools.user", &c->tools.user) < 0)
 		return -1;
-	if ((f[6] && parse_tool_env(x, f[6]) < 0) ||
-	    (f[7] && parse_tool_limits(x, f[7]) < 0))
+	if ((f[6] && each_pair(x, f[6], "tools.env", "variable to value", env_entry, NULL) < 0) ||
+	    (f[7] && each_pair(x, f[7], "tools.limits", "tool to limits", limit_entry, NULL) < 0))
 		return -1;
 	return 0;
 }
