@@ -1387,7 +1387,7 @@ static void test_check_counts_orphaned_and_invalid_attached(void **st)
 			    { "lonely-broken", "x: [\n", TRUST_FIRST_PARTY, false, false } };
 	struct fx f;
 	fx_init(&f, sks, 3);
-	struct source src = { "/skills", TRUST_FIRST_PARTY };
+	struct source src = { .path = "/skills", .trust = TRUST_FIRST_PARTY };
 	f.c.sources = &src;
 	f.c.nsources = 1;
 	fx_attach(&f, "good", true);
