@@ -992,6 +992,9 @@ static int handle_call(struct chat *c, size_t ai, size_t k)
 			.output_max = config_tool_output_max(a->env->config, tool),
 			.cancel = interrupted,
 			.cancel_arg = a,
+			.allow = a->env->allow,
+			.learn_dir = config_learn_dir(a->env->config),
+			.catalog = a->env->catalog,
 		};
 		struct tool_result tr;
 		if (tools_exec(&tc, tool, args, &tr) < 0) {

@@ -1246,6 +1246,42 @@ static void test_sec6_approved_run_skill_then_subagent_approval(void **state)
 	assert_int_equal(json_array_size(f->script->requests), 4);
 }
 
+/* learn_skill through the agent: it writes into the writable source and
+ * is told the run's own allow-list, which the new skill cannot exceed. */
+static void test_sec7_learn_skill_within_the_runs_list(void **state)
+{
+	struct fx *f = *state;
+	add_skill(f, "gate", "---\nname: gate\ndescription: d\n"
+			     "allowed-tools: [read, learn_skill]\n---\nGate.\n");
+	/* continues the source's mapping of load_yaml */
+	load_yaml(f, "    writable: true\nconfigurations:\n  default: {skills: [gate]}\n",
+		  NULL, 0);
+	script(f, call("l1", "learn_skill", "{\"name\": \"noted\", \"description\": \"d\", "
+		       "\"body\": \"Note it.\", \"allowed_tools\": [\"bash\"]}"));
+	script(f, call("l2", "learn_skill", "{\"name\": \"gate\", \"description\": \"d\", "
+		       "\"body\": \"Note it.\"}"));
+	script(f, call("l3", "learn_skill", "{\"name\": \"noted\", \"description\": \"d\", "
+		       "\"body\": \"Note it.\", \"allowed_tools\": [\"Read\"]}"));
+	script(f, say("ok"));
+	start_run(f, "ls1", "learn");
+	assert_int_equal(agent_run(&f->env, "ls1"), AGENT_COMPLETED);
+	json_t *m = messages(f, "ls1", AGENT_MAIN_CHAT);
+	assert_non_null(strstr(msg_field(m, 3, "content"),
+			       "item 'bash' names a tool this run is not allowed"));
+	assert_non_null(strstr(msg_field(m, 5, "content"), "a skill named 'gate' exists already"));
+	assert_non_null(strstr(msg_field(m, 7, "content"), "learned skill 'noted'"));
+	json_decref(m);
+	char p[PATH_MAX * 2];
+	snprintf(p, sizeof p, "%s/noted/SKILL.md", f->skills);
+	FILE *fp = fopen(p, "r");
+	assert_non_null(fp);
+	char text[256] = {0};
+	assert_true(fread(text, 1, sizeof text - 1, fp) > 0);
+	fclose(fp);
+	assert_string_equal(text, "---\nname: \"noted\"\ndescription: \"d\"\n"
+			    "allowed-tools: [\"Read\"]\n---\nNote it.\n");
+}
+
 static void test_R15_skill_run_inline_becomes_user_message(void **state)
 {
 	struct fx *f = *state;
@@ -1815,6 +1851,7 @@ int main(void)
 		T(test_sec6_subagent_approval_and_question_pause_the_run),
 		T(test_sec6_subagent_approval_deny_is_an_error_result),
 		T(test_sec6_approved_run_skill_then_subagent_approval),
+		T(test_sec7_learn_skill_within_the_runs_list),
 		T(test_R15_skill_run_inline_becomes_user_message),
 		T(test_R15_skill_run_subagent_result_as_user_message),
 		T(test_R15_user_invocable_false_and_unknown_refused),
