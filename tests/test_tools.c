@@ -1333,6 +1333,7 @@ static void test_sec7_learn_skill_writes_the_skill_atomically(void **state)
 	struct fx *f = *state;
 	struct learn_fx l;
 	learn_setup(f, &l, NULL); /* policy all */
+	int fds = count_fds();
 	const char *args =
 		"{\"name\": \"sum-csv\", "
 		"\"description\": \"Sums a CSV column: say \\\"sum\\\" # or 'add' [x]\", "
@@ -1347,6 +1348,7 @@ static void test_sec7_learn_skill_writes_the_skill_atomically(void **state)
 	assert_non_null(strstr(r.text, "and 3 other files written; allowed-tools: [bash, Read, "
 			       "Bash(awk:*)]"));
 	tool_result_free(&r);
+	assert_int_equal(count_fds(), fds);
 	/* nothing else in the source: the temporary directory was renamed */
 	char *names = listing(l.src);
 	assert_string_equal(names, "broken\nsum-csv\ntaken\n");
