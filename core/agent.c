@@ -764,6 +764,38 @@ static int wait_for(struct chat *c, enum runstate to, json_t *pending)
 	return to == RUNSTATE_WAITING_FOR_APPROVAL ? STEP_WAIT_APPROVAL : STEP_WAIT_INPUT;
 }
 
+/* Whether the run's log holds an event of type for the call call_id of
+ * chat chat_id (*found). */
+static int call_event_logged(struct agent *a, const char *type, const char *chat_id,
+			     const char *call_id, bool *found)
+{
+	struct buf text = {0};
+	char *err = NULL;
+	*found = false;
+	int rc = store_events_text(a->env->store, a->run_id, &text, &err);
+	if (rc < 0) {
+		buf_free(&text);
+		return fail_err(a, rc, err);
+	}
+	for (char *p = text.data; p && *p && !*found;) {
+		char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		/* Cheap test first: most events are of other types. */
+		if (memmem(p, len, type, strlen(type))) {
+			json_t *ev = json_loadb(p, len, 0, NULL); /* data merged in */
+			*found = str_eq(json_string_value(json_object_get(ev, "type")), type) &&
+				 str_eq(json_string_value(json_object_get(ev, "chat_id")), chat_id) &&
+				 str_eq(json_string_value(json_object_get(ev, "call_id")), call_id);
+			json_decref(ev);
+		}
+		p = nl ? nl + 1 : p + len;
+	}
+	buf_free(&text);
+	return STEP_OK;
+}
+
+/* ask_user, in the main chat or a sub-agent's: the run waits for input
+ * with pending naming the asking chat. */
 static int call_ask_user(struct chat *c, const char *call_id, json_t *args,
 			 struct call_result *r)
 {
@@ -771,11 +803,6 @@ static int call_ask_user(struct chat *c, const char *call_id, json_t *args,
 	if (!q || !*q)
 		return result_set(c->a, r, true,
 				  "ask_user: missing required argument 'question'");
-	if (!c->is_main)
-		return result_set(c->a, r, true, "error: ask_user is not available "
-				  "inside a sub-agent (skill '%s'); decide without "
-				  "asking, or say what you need in your final answer",
-				  c->skill);
 	char *answer;
 	int rc = input_for(c, "question", call_id, &answer);
 	if (rc != STEP_OK)
@@ -794,20 +821,30 @@ static int call_ask_user(struct chat *c, const char *call_id, json_t *args,
 	return rc;
 }
 
-/* Approval of a call of a tool in tools.approval (section 6): *approved on
- * STEP_OK, else the run waits. */
+/* Approval of a call of a tool in tools.approval (section 6), in the main
+ * chat or a sub-agent's (pending names the chat): *approved on STEP_OK,
+ * else the run waits. A call approved before (its approval_granted event
+ * is logged) is not asked about again: a run_skill call needing approval
+ * runs its sub-agent, whose own approval replaces pending, and the
+ * sub-agent is reached again through that call when the run resumes. */
 static int call_approval(struct chat *c, const char *call_id, const char *tool,
 			 json_t *args, struct call_result *r, bool *approved)
 {
 	*approved = false;
-	if (!c->is_main)
-		return result_set(c->a, r, true, "error: tool '%s' needs the user's "
-				  "approval, which cannot be asked for inside a "
-				  "sub-agent (skill '%s')", tool, c->skill);
 	char *input;
 	int rc = input_for(c, "approval", call_id, &input);
 	if (rc != STEP_OK)
 		return rc;
+	if (!input) {
+		bool granted;
+		rc = call_event_logged(c->a, "approval_granted", c->id, call_id, &granted);
+		if (rc != STEP_OK)
+			return rc;
+		if (granted) {
+			*approved = true;
+			return STEP_OK;
+		}
+	}
 	if (!input)
 		return wait_for(c, RUNSTATE_WAITING_FOR_APPROVAL,
 				json_pack("{s:s, s:s, s:s, s:s, s:O}", "kind", "approval",
@@ -955,6 +992,9 @@ static int handle_call(struct chat *c, size_t ai, size_t k)
 			.output_max = config_tool_output_max(a->env->config, tool),
 			.cancel = interrupted,
 			.cancel_arg = a,
+			.allow = a->env->allow,
+			.learn_dir = config_learn_dir(a->env->config),
+			.catalog = a->env->catalog,
 		};
 		struct tool_result tr;
 		if (tools_exec(&tc, tool, args, &tr) < 0) {
@@ -968,7 +1008,7 @@ static int handle_call(struct chat *c, size_t ai, size_t k)
 		rc = interruption(a); /* a killed tool's result is not kept */
 	if (rc != STEP_OK)
 		goto out;
-	if (!r.consumed && c->is_main) {
+	if (!r.consumed) {
 		/* A call the person was asked about but that ends otherwise
 		 * (e.g. the tool was taken away meanwhile, R7): the question
 		 * is over too. */

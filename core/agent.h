@@ -94,8 +94,14 @@ enum agent_outcome {
  *   trailing newline is dropped) in input.
  * Input is used only while pending names the very call being handled; the
  * agent then clears both (pending null, input "") in the transaction that
- * commits the tool's result. Tools needing approval, and ask_user, are
- * refused with an error result inside a sub-agent.
+ * commits the tool's result. Both waits work the same inside a sub-agent
+ * (for a tool of its own tool set): pending's chat_id is then the
+ * sub-agent's chat, the run resumes inside that chat (through the call
+ * that started it), runs the approved call once, and the sub-agent's
+ * answer returns to its caller as before; deny is an error result to the
+ * sub-agent. A call whose approval_granted event is logged is not asked
+ * about again (a run_skill in tools.approval whose sub-agent then waits
+ * for its own approval).
  *
  * Skills: run_skill and a /skill:run: prompt reach only the skills
  * effective in env->res (the run's configuration and forced skills, R1)

@@ -412,7 +412,7 @@ static int get_trust_lenient(struct ctx *x, const yaml_node_t *n, const char *ke
 
 /* ---- sections ---------------------------------------------------------- */
 
-static int add_source(struct config *c, char *abs, enum trust t)
+static int add_source(struct config *c, char *abs, enum trust t, bool writable)
 {
 	struct source *s = realloc(c->sources, (c->nsources + 1) * sizeof *s);
 	if (!s) {
@@ -420,16 +420,15 @@ static int add_source(struct config *c, char *abs, enum trust t)
 		return -1;
 	}
 	c->sources = s;
-	s[c->nsources].path = abs;
-	s[c->nsources].trust = t;
+	s[c->nsources] = (struct source){ .path = abs, .trust = t, .writable = writable };
 	c->nsources++;
 	return 0;
 }
 
 static int parse_sources(struct ctx *x, const yaml_node_t *n)
 {
-	static const char *const names[] = {"path", "trust"};
-	yaml_node_t *f[2];
+	static const char *const names[] = {"path", "trust", "writable"};
+	yaml_node_t *f[3];
 	char k[KEY_MAX], kk[KEY_MAX];
 	if (want_seq(x, n, "sources") < 0)
 		return -1;
@@ -440,7 +439,8 @@ static int parse_sources(struct ctx *x, const yaml_node_t *n)
 		key_index(k, "sources", i);
 		if (!item)
 			return fail(x, n, k, "malformed list");
-		if (get_fields(x, item, k, names, 2, f) < 0)
+		bool writable = false;
+		if (get_fields(x, item, k, names, 3, f) < 0)
 			return -1;
 		if (!f[0])
 			return fail(x, item, key_join(kk, k, "path"), "missing");
@@ -448,8 +448,10 @@ static int parse_sources(struct ctx *x, const yaml_node_t *n)
 			return -1;
 		if (get_trust_lenient(x, f[1], key_join(kk, k, "trust"), &t) < 0)
 			return -1;
+		if (f[2] && get_bool(x, f[2], key_join(kk, k, "writable"), &writable) < 0)
+			return -1;
 		char *abs = path_resolve(x->base_dir, path);
-		if (!abs || add_source(x->c, abs, t) < 0)
+		if (!abs || add_source(x->c, abs, t, writable) < 0)
 			return fail_oom(x);
 	}
 	return 0;
@@ -1324,10 +1326,18 @@ int config_add_sources(struct config *c, const char *const *dirs, size_t ndirs)
 {
 	for (size_t i = 0; i < ndirs; i++) {
 		char *abs = config_path_absolute(dirs[i]);
-		if (!abs || add_source(c, abs, TRUST_FIRST_PARTY) < 0)
+		if (!abs || add_source(c, abs, TRUST_FIRST_PARTY, false) < 0)
 			return -1;
 	}
 	return 0;
+}
+
+const char *config_learn_dir(const struct config *c)
+{
+	for (size_t i = 0; c && i < c->nsources; i++)
+		if (c->sources[i].writable)
+			return c->sources[i].path;
+	return NULL;
 }
 
 const struct configuration *config_find(const struct config *c, const char *name)

@@ -35,6 +35,7 @@ enum exec_mode { EXEC_INLINE = 0, EXEC_SUBAGENT = 1 };
 struct source {
 	char *path; /* absolute */
 	enum trust trust;
+	bool writable; /* sources[].writable: learn_skill may write here */
 };
 
 struct attachment {
@@ -172,6 +173,10 @@ char *config_path_join(const char *base, const char *p);
 /* Appends extra -s directories as first_party sources after those of the
  * file. Returns 0 or -1 on ENOMEM. */
 int config_add_sources(struct config *c, const char *const *dirs, size_t ndirs);
+
+/* Where learn_skill writes: the path of the first source marked
+ * writable: true, or NULL when none is. */
+const char *config_learn_dir(const struct config *c);
 
 /* Finds a configuration by name, or NULL. */
 const struct configuration *config_find(const struct config *c, const char *name);

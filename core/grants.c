@@ -322,6 +322,17 @@ int grants_resolve_here(const struct strlist *registered,
 					rc = -1;
 				continue;
 			}
+			bool claude_only = false;
+			if (r < 0)
+				tool_from_claude(it->tool, &claude_only);
+			if (claude_only) {
+				if (drop_add(out, name, text, "a Claude Code tool skillfs does not have") < 0 ||
+				    strlist_addf(&out->warnings,
+						 "skill '%s': allowed-tools item '%s' dropped: it is a Claude Code tool skillfs does not have",
+						 name, text) < 0)
+					rc = -1;
+				continue;
+			}
 			if (r < 0) {
 				if (drop_add(out, name, text, "not a registered tool") < 0 ||
 				    strlist_addf(&out->warnings,

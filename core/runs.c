@@ -1089,16 +1089,22 @@ static int render_pending(const struct run_row *row, struct buf *out)
 {
 	const json_t *p = row->pending;
 	const char *kind = json_string_value(json_object_get(p, "kind"));
+	/* A sub-agent's call or question names its chat (subagents/<chat>). */
+	const char *chat = json_string_value(json_object_get(p, "chat_id"));
+	const char *main_chat = row->chat_id ? row->chat_id : AGENT_MAIN_CHAT;
+	const char *sub = chat && strcmp(chat, main_chat) != 0 ? chat : NULL;
 	int rc;
 	if (kind && strcmp(kind, "question") == 0) {
-		rc = buf_printf(out, "question: %s\nwrite the answer to input\n",
-				json_string_value(json_object_get(p, "question")) ?: "");
+		rc = buf_printf(out, "question: %s\n%s%s%swrite the answer to input\n",
+				json_string_value(json_object_get(p, "question")) ?: "",
+				sub ? "in sub-agent: " : "", sub ? sub : "", sub ? "\n" : "");
 	} else {
 		char *args = json_dumps(json_object_get(p, "arguments"), JSON_COMPACT | JSON_ENCODE_ANY);
 		const char *a = json_string_value(json_object_get(p, "arguments"));
-		rc = buf_printf(out, "approval: %s %s\nwrite approve or deny to ctl\n",
+		rc = buf_printf(out, "approval: %s %s\n%s%s%swrite approve or deny to ctl\n",
 				json_string_value(json_object_get(p, "tool")) ?: "?",
-				a ? a : args ? args : "");
+				a ? a : args ? args : "",
+				sub ? "in sub-agent: " : "", sub ? sub : "", sub ? "\n" : "");
 		free(args);
 	}
 	return rc < 0 ? -ENOMEM : 0;

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <yaml.h>
@@ -176,6 +177,49 @@ static char *trim_dup(const char *p, size_t n)
 	return strndup(p, n);
 }
 
+/* Claude Code's tool names (D3), in one table: each with the skillfs tool
+ * that does the same job, or NULL when skillfs has none. Matched
+ * case-insensitively, like every tool name. */
+static const struct {
+	const char *claude;
+	const char *tool;
+} claude_tools[] = {
+	{"Read", "read"},
+	{"Write", "write"},
+	{"Edit", "edit"},
+	{"MultiEdit", "edit"},
+	{"Bash", "bash"},
+	{"Glob", "glob"},
+	{"Grep", "grep"},
+	{"WebFetch", "webfetch"},
+	{"AskUserQuestion", "ask_user"},
+	{"WebSearch", NULL},
+	{"TodoWrite", NULL},
+	{"Task", NULL},
+	{"Agent", NULL},
+	{"Skill", NULL},
+	{"NotebookEdit", NULL},
+	{"NotebookRead", NULL},
+	{"ExitPlanMode", NULL},
+	{"BashOutput", NULL},
+	{"KillShell", NULL},
+	{"SlashCommand", NULL},
+};
+
+const char *tool_from_claude(const char *name, bool *missing)
+{
+	if (missing)
+		*missing = false;
+	for (size_t i = 0; name && i < sizeof claude_tools / sizeof *claude_tools; i++) {
+		if (strcasecmp(claude_tools[i].claude, name) != 0)
+			continue;
+		if (missing)
+			*missing = claude_tools[i].tool == NULL;
+		return claude_tools[i].tool;
+	}
+	return NULL;
+}
+
 int tool_grant_parse(const char *item, struct tool_grant *g)
 {
 	memset(g, 0, sizeof *g);
@@ -205,7 +249,17 @@ int tool_grant_parse(const char *item, struct tool_grant *g)
 	for (char *c = g->tool; *c; c++)
 		if (*c >= 'A' && *c <= 'Z')
 			*c = (char)(*c - 'A' + 'a');
+	const char *same = tool_from_claude(g->tool, NULL);
+	if (same && strcmp(same, g->tool) != 0) {
+		char *t2 = strdup(same);
+		if (!t2)
+			goto oom_tool;
+		free(g->tool);
+		g->tool = t2;
+	}
 	return 0;
+oom_tool:
+	t = NULL; /* g->tool owns it (or it was freed above) */
 oom:
 	free(t);
 	free(g->raw);
@@ -275,6 +329,18 @@ static int decl_add(struct skill *s, const char *key, struct tool_decl *d,
 			return OOM;
 		int r = warnf(s, "%s: item %s is not a tool name; it grants nothing",
 			      key, q);
+		free(q);
+		return r;
+	}
+	bool claude_only = false;
+	tool_from_claude(g.tool, &claude_only);
+	if (claude_only && strcmp(key, "tools") == 0) {
+		/* allowed-tools items are warned about by the resolver */
+		char *q = qs(item);
+		if (!q)
+			return OOM;
+		int r = warnf(s, "tools: item %s is a Claude Code tool skillfs does not "
+			      "have; the sub-agent does not get it", q);
 		free(q);
 		return r;
 	}

@@ -1055,39 +1055,231 @@ static void test_R12_finished_subagent_result_reused_after_crash(void **state)
 	json_decref(mm);
 }
 
-/* Approval-gated tools and ask_user are refused inside a sub-agent. */
-static void test_R13_subagent_refuses_approval_tools_and_questions(void **state)
+/* The one sub-agent chat of run id (its id copied into out). */
+static void sub_chat(struct fx *f, const char *id, char *out, size_t n, enum runstate *state)
 {
-	struct fx *f = *state;
+	struct chat_row *rows;
+	size_t nrows;
+	char *err = NULL;
+	assert_int_equal(store_chats(f->st, id, &rows, &nrows, &err), 0);
+	assert_int_equal(nrows, 1);
+	snprintf(out, n, "%s", rows[0].chat_id);
+	if (state)
+		*state = rows[0].state;
+	chat_rows_free(rows, nrows);
+}
+
+/* What the run manager does on `echo ANSWER > input`. */
+static void answer_input(struct fx *f, const char *id, const char *answer)
+{
+	char *err = NULL;
+	assert_int_equal(store_run_transition(f->st, id, RUNSTATE_WAITING_FOR_INPUT,
+					      RUNSTATE_RUNNING,
+					      &(struct run_change){.input = answer}, &err), 0);
+}
+
+/* A sub-agent skill "asker" with bash and ask_user, bash needing approval. */
+static void load_asker(struct fx *f)
+{
 	add_skill(f, "asker", "---\nname: asker\ndescription: d\ntools: [bash, ask_user]\n"
 			      "inline: false\n---\nAsk.\n");
 	load(f);
 	f->cfg->execution_mode = EXEC_SUBAGENT;
 	assert_int_equal(strlist_add(&f->cfg->approval_tools, "bash"), 0);
+}
+
+/* Section 6 inside a sub-agent: an approval-listed call pauses the run with
+ * pending naming the sub-agent's chat; approve runs it once, in that chat;
+ * ask_user there waits for input the same way; the sub-agent then finishes
+ * and its answer returns to the main chat. */
+static void test_sec6_subagent_approval_and_question_pause_the_run(void **state)
+{
+	struct fx *f = *state;
+	load_asker(f);
 	script(f, call("m1", "run_skill", "{\"name\": \"asker\"}"));
-	script(f, call("s1", "bash", "{\"command\": \"echo x > x.txt\"}"));
-	script(f, call("s2", "ask_user", "{\"question\": \"?\"}"));
-	script(f, say("gave up"));
+	script(f, call("s1", "bash", "{\"command\": \"echo x >> x.txt\"}"));
+	script(f, call("s2", "ask_user", "{\"question\": \"Which colour?\"}"));
+	script(f, say("sub done"));
 	script(f, say("ok"));
 	start_run(f, "rs3", "ask");
-	assert_int_equal(agent_run(&f->env, "rs3"), AGENT_COMPLETED);
-	struct chat_row *rows;
-	size_t n;
-	char *err = NULL;
-	assert_int_equal(store_chats(f->st, "rs3", &rows, &n, &err), 0);
-	assert_int_equal(n, 1);
-	json_t *sm = messages(f, "rs3", rows[0].chat_id);
-	assert_non_null(strstr(msg_field(sm, 3, "content"), "needs the user's approval"));
-	assert_non_null(strstr(msg_field(sm, 5, "content"), "not available inside a sub-agent"));
-	assert_string_equal(msg_field(sm, 1, "content"), "Run the skill.");
-	json_decref(sm);
-	chat_rows_free(rows, n);
+	assert_int_equal(agent_run(&f->env, "rs3"), AGENT_WAITING_APPROVAL);
+	char sub[128];
+	enum runstate cs;
+	sub_chat(f, "rs3", sub, sizeof sub, &cs);
+	assert_int_equal(strncmp(sub, "skill-asker-", 12), 0);
+	assert_int_equal(cs, RUNSTATE_RUNNING);
+	struct run_row row = get_row(f, "rs3");
+	assert_int_equal(row.state, RUNSTATE_WAITING_FOR_APPROVAL);
+	assert_string_equal(json_string_value(json_object_get(row.pending, "kind")), "approval");
+	assert_string_equal(json_string_value(json_object_get(row.pending, "chat_id")), sub);
+	assert_string_equal(json_string_value(json_object_get(row.pending, "call_id")), "s1");
+	assert_string_equal(json_string_value(json_object_get(row.pending, "tool")), "bash");
+	run_row_free(&row);
 	char *x = slurp(f, "x.txt");
 	assert_null(x);
-	struct run_row row = get_row(f, "rs3");
+
+	answer_approval(f, "rs3", "approve");
+	assert_int_equal(agent_run(&f->env, "rs3"), AGENT_WAITING_INPUT);
+	x = slurp(f, "x.txt");
+	assert_non_null(x);
+	assert_string_equal(x, "x\n");
+	free(x);
+	row = get_row(f, "rs3");
+	assert_string_equal(json_string_value(json_object_get(row.pending, "kind")), "question");
+	assert_string_equal(json_string_value(json_object_get(row.pending, "chat_id")), sub);
+	assert_string_equal(json_string_value(json_object_get(row.pending, "call_id")), "s2");
+	run_row_free(&row);
+
+	answer_input(f, "rs3", "blue\n");
+	assert_int_equal(agent_run(&f->env, "rs3"), AGENT_COMPLETED);
+	x = slurp(f, "x.txt");
+	assert_string_equal(x, "x\n"); /* run once */
+	free(x);
+	char sub2[128];
+	sub_chat(f, "rs3", sub2, sizeof sub2, &cs);
+	assert_string_equal(sub2, sub);
+	assert_int_equal(cs, RUNSTATE_COMPLETED);
+	json_t *sm = messages(f, "rs3", sub);
+	assert_int_equal(json_array_size(sm), 7);
+	assert_string_equal(msg_field(sm, 3, "tool_call_id"), "s1");
+	assert_string_equal(msg_field(sm, 3, "content"), "[exit 0]");
+	assert_string_equal(msg_field(sm, 5, "content"), "blue");
+	json_decref(sm);
+	json_t *mm = messages(f, "rs3", AGENT_MAIN_CHAT);
+	assert_int_equal(json_array_size(mm), 5);
+	assert_string_equal(msg_field(mm, 3, "content"), "sub done");
+	json_decref(mm);
+	row = get_row(f, "rs3");
+	assert_string_equal(row.result, "ok");
+	assert_null(row.pending);
+	assert_string_equal(row.input, "");
+	run_row_free(&row);
+	assert_int_equal(json_array_size(f->script->requests), 5);
+	assert_int_equal(count_events(f, "rs3", "subagent_started"), 1);
+	assert_int_equal(count_events(f, "rs3", "approval_granted"), 1);
+	assert_int_equal(count_events(f, "rs3", "subagent_finished"), 1);
+}
+
+/* deny gives the sub-agent an error result and it carries on; a tool
+ * outside the sub-agent's own set is refused without asking, approval
+ * list or not. */
+static void test_sec6_subagent_approval_deny_is_an_error_result(void **state)
+{
+	struct fx *f = *state;
+	load_asker(f);
+	assert_int_equal(strlist_add(&f->cfg->approval_tools, "write"), 0);
+	script(f, call("m1", "run_skill", "{\"name\": \"asker\"}"));
+	script(f, call("s0", "write", "{\"path\": \"w.txt\", \"content\": \"w\"}"));
+	script(f, call("s1", "bash", "{\"command\": \"echo x > x.txt\"}"));
+	script(f, say("gave up"));
+	script(f, say("ok"));
+	start_run(f, "rs4", "ask");
+	assert_int_equal(agent_run(&f->env, "rs4"), AGENT_WAITING_APPROVAL);
+	struct run_row row = get_row(f, "rs4");
+	assert_string_equal(json_string_value(json_object_get(row.pending, "call_id")), "s1");
+	run_row_free(&row);
+	answer_approval(f, "rs4", "deny");
+	assert_int_equal(agent_run(&f->env, "rs4"), AGENT_COMPLETED);
+	char sub[128];
+	sub_chat(f, "rs4", sub, sizeof sub, NULL);
+	json_t *sm = messages(f, "rs4", sub);
+	assert_non_null(strstr(msg_field(sm, 3, "content"), "not one of this sub-agent's tools"));
+	assert_non_null(strstr(msg_field(sm, 5, "content"), "denied by the user"));
+	json_decref(sm);
+	char *x = slurp(f, "x.txt"), *w = slurp(f, "w.txt");
+	assert_null(x);
+	assert_null(w);
+	json_t *mm = messages(f, "rs4", AGENT_MAIN_CHAT);
+	assert_string_equal(msg_field(mm, 3, "content"), "gave up");
+	json_decref(mm);
+	row = get_row(f, "rs4");
 	assert_string_equal(row.result, "ok");
 	assert_null(row.pending);
 	run_row_free(&row);
+	assert_int_equal(count_events(f, "rs4", "approval_denied"), 1);
+	char *ev = events(f, "rs4");
+	char want[200];
+	snprintf(want, sizeof want, "\"type\":\"approval_denied\",\"chat_id\":\"%s\"", sub);
+	assert_non_null(strstr(ev, want));
+	free(ev);
+}
+
+/* run_skill itself needing approval: once approved, the sub-agent's own
+ * approval replaces pending; resuming reaches the sub-agent again through
+ * the approved call instead of asking about run_skill again. */
+static void test_sec6_approved_run_skill_then_subagent_approval(void **state)
+{
+	struct fx *f = *state;
+	load_asker(f);
+	assert_int_equal(strlist_add(&f->cfg->approval_tools, "run_skill"), 0);
+	script(f, call("m1", "run_skill", "{\"name\": \"asker\"}"));
+	script(f, call("s1", "bash", "{\"command\": \"echo x >> x.txt\"}"));
+	script(f, say("sub done"));
+	script(f, say("ok"));
+	start_run(f, "rs5", "ask");
+	assert_int_equal(agent_run(&f->env, "rs5"), AGENT_WAITING_APPROVAL);
+	struct run_row row = get_row(f, "rs5");
+	assert_string_equal(json_string_value(json_object_get(row.pending, "chat_id")),
+			    AGENT_MAIN_CHAT);
+	assert_string_equal(json_string_value(json_object_get(row.pending, "tool")), "run_skill");
+	run_row_free(&row);
+	answer_approval(f, "rs5", "approve");
+	assert_int_equal(agent_run(&f->env, "rs5"), AGENT_WAITING_APPROVAL);
+	char sub[128];
+	sub_chat(f, "rs5", sub, sizeof sub, NULL);
+	row = get_row(f, "rs5");
+	assert_string_equal(json_string_value(json_object_get(row.pending, "chat_id")), sub);
+	assert_string_equal(json_string_value(json_object_get(row.pending, "tool")), "bash");
+	run_row_free(&row);
+	answer_approval(f, "rs5", "approve");
+	assert_int_equal(agent_run(&f->env, "rs5"), AGENT_COMPLETED);
+	char *x = slurp(f, "x.txt");
+	assert_non_null(x);
+	assert_string_equal(x, "x\n");
+	free(x);
+	row = get_row(f, "rs5");
+	assert_string_equal(row.result, "ok");
+	assert_null(row.pending);
+	run_row_free(&row);
+	assert_int_equal(count_events(f, "rs5", "approval_granted"), 2);
+	assert_int_equal(count_events(f, "rs5", "subagent_started"), 1);
+	assert_int_equal(json_array_size(f->script->requests), 4);
+}
+
+/* learn_skill through the agent: it writes into the writable source and
+ * is told the run's own allow-list, which the new skill cannot exceed. */
+static void test_sec7_learn_skill_within_the_runs_list(void **state)
+{
+	struct fx *f = *state;
+	add_skill(f, "gate", "---\nname: gate\ndescription: d\n"
+			     "allowed-tools: [read, learn_skill]\n---\nGate.\n");
+	/* continues the source's mapping of load_yaml */
+	load_yaml(f, "    writable: true\nconfigurations:\n  default: {skills: [gate]}\n",
+		  NULL, 0);
+	script(f, call("l1", "learn_skill", "{\"name\": \"noted\", \"description\": \"d\", "
+		       "\"body\": \"Note it.\", \"allowed_tools\": [\"bash\"]}"));
+	script(f, call("l2", "learn_skill", "{\"name\": \"gate\", \"description\": \"d\", "
+		       "\"body\": \"Note it.\"}"));
+	script(f, call("l3", "learn_skill", "{\"name\": \"noted\", \"description\": \"d\", "
+		       "\"body\": \"Note it.\", \"allowed_tools\": [\"Read\"]}"));
+	script(f, say("ok"));
+	start_run(f, "ls1", "learn");
+	assert_int_equal(agent_run(&f->env, "ls1"), AGENT_COMPLETED);
+	json_t *m = messages(f, "ls1", AGENT_MAIN_CHAT);
+	assert_non_null(strstr(msg_field(m, 3, "content"),
+			       "item 'bash' names a tool this run is not allowed"));
+	assert_non_null(strstr(msg_field(m, 5, "content"), "a skill named 'gate' exists already"));
+	assert_non_null(strstr(msg_field(m, 7, "content"), "learned skill 'noted'"));
+	json_decref(m);
+	char p[PATH_MAX * 2];
+	snprintf(p, sizeof p, "%s/noted/SKILL.md", f->skills);
+	FILE *fp = fopen(p, "r");
+	assert_non_null(fp);
+	char text[256] = {0};
+	assert_true(fread(text, 1, sizeof text - 1, fp) > 0);
+	fclose(fp);
+	assert_string_equal(text, "---\nname: \"noted\"\ndescription: \"d\"\n"
+			    "allowed-tools: [\"Read\"]\n---\nNote it.\n");
 }
 
 static void test_R15_skill_run_inline_becomes_user_message(void **state)
@@ -1656,7 +1848,10 @@ int main(void)
 		T(test_sec6_resume_with_final_answer_committed),
 		T(test_R12_crashed_subagent_resumes_in_its_chat),
 		T(test_R12_finished_subagent_result_reused_after_crash),
-		T(test_R13_subagent_refuses_approval_tools_and_questions),
+		T(test_sec6_subagent_approval_and_question_pause_the_run),
+		T(test_sec6_subagent_approval_deny_is_an_error_result),
+		T(test_sec6_approved_run_skill_then_subagent_approval),
+		T(test_sec7_learn_skill_within_the_runs_list),
 		T(test_R15_skill_run_inline_becomes_user_message),
 		T(test_R15_skill_run_subagent_result_as_user_message),
 		T(test_R15_user_invocable_false_and_unknown_refused),

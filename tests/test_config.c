@@ -135,6 +135,9 @@ static const char full_example[] =
 	"    trust: first_party\n"
 	"  - path: /opt/shared/skills/\n"
 	"    trust: community\n"
+	"    writable: true\n"
+	"  - path: learned\n"
+	"    writable: yes\n"
 	"skills:\n"
 	"  maxBytes: 30000\n"
 	"  listingMaxBytes: 2048\n"
@@ -176,11 +179,16 @@ static void test_S9_full_example_reads_every_key(void **state)
 	struct config *c = parse_ok(full_example);
 
 	assert_string_equal(c->base_dir, "/base");
-	assert_int_equal(c->nsources, 2);
+	assert_int_equal(c->nsources, 3);
 	assert_string_equal(c->sources[0].path, "/base/skills");
 	assert_int_equal(c->sources[0].trust, TRUST_FIRST_PARTY);
+	assert_false(c->sources[0].writable);
 	assert_string_equal(c->sources[1].path, "/opt/shared/skills");
 	assert_int_equal(c->sources[1].trust, TRUST_COMMUNITY);
+	assert_true(c->sources[1].writable);
+	assert_true(c->sources[2].writable);
+	/* learn_skill writes into the first writable source only */
+	assert_string_equal(config_learn_dir(c), "/opt/shared/skills");
 
 	assert_int_equal(c->max_bytes, 30000);
 	assert_int_equal(c->listing_max_bytes, 2048);
@@ -523,6 +531,13 @@ static void test_S9_error_sources_not_a_list(void **state)
 	err = parse_err("sources:\n  - trust: verified\n");
 	assert_prefix(err, "config.yaml:2: sources[0].path: missing");
 	free(err);
+	err = parse_err("sources:\n  - path: s\n    writable: sometimes\n");
+	assert_prefix(err, "config.yaml:3: sources[0].writable: expected true or false");
+	free(err);
+	struct config *c = parse_ok("sources:\n  - path: s\n");
+	assert_false(c->sources[0].writable);
+	assert_null(config_learn_dir(c));
+	config_free(c);
 }
 
 static void test_S9_error_document_not_a_mapping(void **state)

@@ -246,6 +246,42 @@ static void test_R2_unknown_tool_dropped_with_warning(void **st)
 	fx_free(&f);
 }
 
+/* D3: Claude Code names grant the skillfs tool doing the same job; the
+ * Claude Code tools skillfs has no tool for are dropped with a warning
+ * that says so. */
+static void test_D3_claude_code_names_resolve_or_drop(void **st)
+{
+	(void)st;
+	struct sk sks[] = { { "cc", "allowed-tools: [AskUserQuestion, MultiEdit, Glob, "
+				    "WebSearch, TodoWrite, Task, Agent, Skill, NotebookEdit]\n",
+			      TRUST_FIRST_PARTY, false, false } };
+	struct fx f;
+	fx_init(&f, sks, 1);
+	/* glob is not a built-in tool of this version's fixture: register it
+	 * to see the mapping reach the allow-list */
+	assert_int_equal(strlist_add(&f.c.registered_tools, "glob"), 0);
+	fx_attach(&f, "cc", true);
+	struct resolution *r = fx_resolve(&f, NULL, 0);
+	assert_string_equal(file(r, "allowed-tools"), "ask_user\nedit\nglob\n");
+	const struct grant_tool *t = grants_find(&r->grants, "ask_user");
+	assert_non_null(t);
+	assert_true(t->unrestricted);
+	assert_int_equal(r->grants.ndropped, 6);
+	const char *gone[] = {"WebSearch", "TodoWrite", "Task", "Agent", "Skill", "NotebookEdit"};
+	for (size_t i = 0; i < 6; i++) {
+		assert_string_equal(r->grants.dropped[i].item, gone[i]);
+		assert_string_equal(r->grants.dropped[i].reason,
+				    "a Claude Code tool skillfs does not have");
+		char want[160];
+		snprintf(want, sizeof want, "skill 'cc': allowed-tools item '%s' dropped: it "
+			 "is a Claude Code tool skillfs does not have", gone[i]);
+		assert_true(has_warning(&r->grants.warnings, want));
+	}
+	assert_false(has_warning(&r->grants.warnings, "not a registered tool"));
+	resolution_free(r);
+	fx_free(&f);
+}
+
 /* The config file's warnings (an unknown key may be a mistyped security
  * setting) and the catalogue's (a source that cannot be read) are shown
  * with every configuration, first. */
@@ -1351,7 +1387,7 @@ static void test_check_counts_orphaned_and_invalid_attached(void **st)
 			    { "lonely-broken", "x: [\n", TRUST_FIRST_PARTY, false, false } };
 	struct fx f;
 	fx_init(&f, sks, 3);
-	struct source src = { "/skills", TRUST_FIRST_PARTY };
+	struct source src = { .path = "/skills", .trust = TRUST_FIRST_PARTY };
 	f.c.sources = &src;
 	f.c.nsources = 1;
 	fx_attach(&f, "good", true);
@@ -1390,6 +1426,7 @@ int main(void)
 		cmocka_unit_test(test_R3_declared_empty_widened_by_read),
 		cmocka_unit_test(test_R2_union_of_two_lists),
 		cmocka_unit_test(test_R2_unknown_tool_dropped_with_warning),
+		cmocka_unit_test(test_D3_claude_code_names_resolve_or_drop),
 		cmocka_unit_test(test_config_and_catalogue_warnings_come_first),
 		cmocka_unit_test(test_R2_unregistered_tool_not_granted),
 		cmocka_unit_test(test_R2_unavailable_tool_granted_warns_why),

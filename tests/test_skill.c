@@ -611,6 +611,59 @@ static void test_R13_tools_key_parsed_like_allowed_tools(void **st)
 	skill_unref(s);
 }
 
+/* D3: Claude Code tool names resolve to the skillfs tool doing the same
+ * job, through one table; the raw item is kept. */
+static void test_D3_claude_code_names_map_to_skillfs_tools(void **st)
+{
+	(void)st;
+	struct skill *s = parse("t", "---\nname: t\ndescription: d\n"
+				"allowed-tools: [Read, Write, Edit, MultiEdit, \"Bash(git log:*)\", "
+				"Glob, Grep, \"WebFetch(domain:example.com)\", AskUserQuestion, "
+				"askuserquestion, WebSearch]\n---\nb\n");
+	assert_true(s->valid);
+	assert_int_equal(s->allowed_tools.n, 11);
+	assert_grant(&s->allowed_tools, 0, "read", NULL);
+	assert_grant(&s->allowed_tools, 1, "write", NULL);
+	assert_grant(&s->allowed_tools, 2, "edit", NULL);
+	assert_grant(&s->allowed_tools, 3, "edit", NULL);
+	assert_string_equal(s->allowed_tools.items[3].raw, "MultiEdit");
+	assert_grant(&s->allowed_tools, 4, "bash", "git log");
+	assert_grant(&s->allowed_tools, 5, "glob", NULL);
+	assert_grant(&s->allowed_tools, 6, "grep", NULL);
+	assert_grant(&s->allowed_tools, 7, "webfetch", "domain:example.com");
+	assert_grant(&s->allowed_tools, 8, "ask_user", NULL);
+	assert_string_equal(s->allowed_tools.items[8].raw, "AskUserQuestion");
+	assert_grant(&s->allowed_tools, 9, "ask_user", NULL);
+	/* no skillfs tool: kept as written (lower-cased), so it matches none */
+	assert_grant(&s->allowed_tools, 10, "websearch", NULL);
+	assert_int_equal(s->warnings.n, 0); /* the resolver warns (grants.c) */
+	skill_unref(s);
+
+	bool missing = true;
+	assert_string_equal(tool_from_claude("MULTIEDIT", &missing), "edit");
+	assert_false(missing);
+	assert_string_equal(tool_from_claude("AskUserQuestion", NULL), "ask_user");
+	const char *none[] = {"WebSearch", "TodoWrite", "Task", "Agent", "Skill", "NotebookEdit"};
+	for (size_t i = 0; i < sizeof none / sizeof *none; i++) {
+		missing = false;
+		assert_null(tool_from_claude(none[i], &missing));
+		assert_true(missing);
+	}
+	missing = true;
+	assert_null(tool_from_claude("teleport", &missing));
+	assert_false(missing);
+	assert_null(tool_from_claude("ask_user", &missing)); /* already skillfs's */
+	assert_false(missing);
+
+	/* a sub-agent's tools: list is mapped the same way, and warns */
+	s = parse("t", "---\nname: t\ndescription: d\ntools: [AskUserQuestion, TodoWrite]\n"
+		  "---\nb\n");
+	assert_grant(&s->tools, 0, "ask_user", NULL);
+	assert_true(has_warning(s, "tools: item 'TodoWrite' is a Claude Code tool skillfs "
+				"does not have"));
+	skill_unref(s);
+}
+
 static void test_D3_absent_allowed_tools_is_undeclared(void **st)
 {
 	(void)st;
@@ -1256,6 +1309,7 @@ int main(void)
 		cmocka_unit_test(test_D3_bash_pattern_items),
 		cmocka_unit_test(test_D3_hyphenated_allowed_tools_wins),
 		cmocka_unit_test(test_R13_tools_key_parsed_like_allowed_tools),
+		cmocka_unit_test(test_D3_claude_code_names_map_to_skillfs_tools),
 		cmocka_unit_test(test_D3_absent_allowed_tools_is_undeclared),
 		cmocka_unit_test(test_name_rules),
 		cmocka_unit_test(test_name_breaking_rules_is_kept_with_warning),

@@ -21,8 +21,11 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "catalog.h"
 #include "config.h"
+#include "grants.h"
 #include "sandbox.h"
+#include "skill.h"
 #include "strlist.h"
 #include "tools.h"
 #include "workspace.h"
@@ -201,7 +204,7 @@ static const struct {
 	{"edit", {"path", "old_string", "new_string"}, {"replace_all"}},
 	{"webfetch", {"url"}, {0}},
 	{"run_skill", {"name"}, {"arguments"}},
-	{"learn_skill", {"name", "description", "body"}, {0}},
+	{"learn_skill", {"name", "description", "body"}, {"allowed_tools", "files"}},
 	{"ask_user", {"question"}, {0}},
 };
 #define NEXPECTED (sizeof expected_schemas / sizeof expected_schemas[0])
@@ -352,8 +355,8 @@ static void test_schemas_pick_equals_parsing(void **state)
 static void test_sec7_unavailable_tools_give_error_result(void **state)
 {
 	struct fx *f = *state;
-	const char *na[] = {"python", "terminal", "webfetch", "learn_skill"};
-	for (size_t i = 0; i < 4; i++) {
+	const char *na[] = {"python", "terminal", "webfetch"};
+	for (size_t i = 0; i < 3; i++) {
 		struct tool_result r = run(f, na[i], "{}");
 		char want[128];
 		snprintf(want, sizeof want,
@@ -1131,6 +1134,400 @@ static void test_sec7_sandbox_none_runs_unconfined(void **state)
 	config_free(c);
 }
 
+/* ---- learn_skill (DESIGN.md section 7) ---- */
+
+/* A writable source (tmp/src) with skills "taken" (with a directory
+ * sub-skill "helper") and "broken" (invalid), its catalogue, and the
+ * calling run's allow-list: the grants of a skill declaring decl (NULL:
+ * policy all). */
+struct learn_fx {
+	char src[1200];
+	struct config *cfg;
+	struct catalog *cat;
+	struct grants allow;
+};
+
+static void learn_setup(struct fx *f, struct learn_fx *l, const char *decl)
+{
+	snprintf(l->src, sizeof l->src, "%s/src", f->tmp);
+	char p[PATH_MAX];
+	assert_int_equal(mkdir(l->src, 0755), 0);
+	snprintf(p, sizeof p, "%s/taken", l->src);
+	assert_int_equal(mkdir(p, 0755), 0);
+	put_file(p, "SKILL.md", "---\nname: taken\ndescription: d\n---\nTaken.\n");
+	snprintf(p, sizeof p, "%s/taken/skills", l->src);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof p, "%s/taken/skills/helper", l->src);
+	assert_int_equal(mkdir(p, 0755), 0);
+	put_file(p, "SKILL.md", "---\nname: helper\ndescription: h\n---\nHelp.\n");
+	snprintf(p, sizeof p, "%s/broken", l->src);
+	assert_int_equal(mkdir(p, 0755), 0);
+	put_file(p, "SKILL.md", "---\nname: [broken\n---\nx\n");
+	const char *dirs[] = {l->src};
+	l->cfg = config_default(dirs, 1);
+	assert_non_null(l->cfg);
+	l->cfg->sources[0].writable = true;
+	l->cfg->sources[0].trust = TRUST_COMMUNITY;
+	l->cat = catalog_build(l->cfg, NULL, NULL, NULL);
+	assert_non_null(l->cat);
+	assert_non_null(catalog_find(l->cat, "broken"));
+	struct skill *gate = NULL;
+	if (decl) {
+		char text[512];
+		snprintf(text, sizeof text, "---\nname: gate\ndescription: g\nallowed-tools: %s\n"
+			 "---\nb\n", decl);
+		gate = skill_parse("gate", NULL, text, strlen(text), NULL);
+		assert_non_null(gate);
+		assert_true(gate->valid);
+	}
+	const struct skill *const gates[] = {gate};
+	assert_int_equal(grants_resolve(&l->cfg->registered_tools, gates, gate ? 1 : 0,
+					&l->allow), 0);
+	skill_unref(gate);
+	f->ctx.allow = &l->allow;
+	f->ctx.learn_dir = config_learn_dir(l->cfg);
+	f->ctx.catalog = l->cat;
+}
+
+static void learn_free(struct learn_fx *l)
+{
+	grants_free(&l->allow);
+	catalog_free(l->cat);
+	config_free(l->cfg);
+}
+
+/* The names in dir, sorted, one per line ("" for none). */
+static char *listing(const char *dir)
+{
+	struct dirent **ents;
+	int n = scandir(dir, &ents, NULL, alphasort);
+	assert_true(n >= 0);
+	struct buf b = {0};
+	assert_int_equal(buf_puts(&b, ""), 0);
+	for (int i = 0; i < n; i++) {
+		if (strcmp(ents[i]->d_name, ".") && strcmp(ents[i]->d_name, ".."))
+			assert_int_equal(buf_printf(&b, "%s\n", ents[i]->d_name), 0);
+		free(ents[i]);
+	}
+	free(ents);
+	return buf_steal(&b, NULL);
+}
+
+static void expect_source_untouched(struct learn_fx *l)
+{
+	char *names = listing(l->src);
+	assert_string_equal(names, "broken\ntaken\n");
+	free(names);
+}
+
+static void test_sec7_learn_skill_argument_checking(void **state)
+{
+	struct fx *f = *state;
+	struct learn_fx l;
+	learn_setup(f, &l, NULL);
+	struct tool_result r = run(f, "learn_skill", "{\"description\": \"d\", \"body\": \"b\"}");
+	expect_error(&r, "learn_skill: missing required argument 'name'");
+	r = run(f, "learn_skill", "{\"name\": \"x\", \"body\": \"b\"}");
+	expect_error(&r, "learn_skill: missing required argument 'description'");
+	r = run(f, "learn_skill", "{\"name\": \"x\", \"description\": \"d\"}");
+	expect_error(&r, "learn_skill: missing required argument 'body'");
+	const char *bad_names[] = {"Bad", "a--b", "-a", "a/b", "..", ""};
+	for (size_t i = 0; i < sizeof bad_names / sizeof *bad_names; i++) {
+		char args[256];
+		snprintf(args, sizeof args, "{\"name\": \"%s\", \"description\": \"d\", "
+			 "\"body\": \"b\"}", bad_names[i]);
+		r = run(f, "learn_skill", args);
+		expect_error_has(&r, "argument 'name' must be 1 to 64 lower-case letters");
+	}
+	r = run(f, "learn_skill", "{\"name\": \"x\", \"description\": \"two\\nlines\", "
+		"\"body\": \"b\"}");
+	expect_error_has(&r, "argument 'description' must be one line");
+	r = run(f, "learn_skill", "{\"name\": \"x\", \"description\": \"\", \"body\": \"b\"}");
+	expect_error_has(&r, "argument 'description' must be one line");
+	r = run(f, "learn_skill", "{\"name\": \"x\", \"description\": \"d\", \"body\": \" \\n\"}");
+	expect_error(&r, "learn_skill: argument 'body' is empty; a skill needs instructions");
+	r = run(f, "learn_skill", "{\"name\": \"x\", \"description\": \"d\", \"body\": \"b\", "
+		"\"allowed_tools\": \"read\"}");
+	expect_error_has(&r, "argument 'allowed_tools' must be an array");
+	r = run(f, "learn_skill", "{\"name\": \"x\", \"description\": \"d\", \"body\": \"b\", "
+		"\"allowed_tools\": [\"read\", 7]}");
+	expect_error_has(&r, "allowed_tools: item 2 must be a tool name");
+	r = run(f, "learn_skill", "{\"name\": \"x\", \"description\": \"d\", \"body\": \"b\", "
+		"\"files\": [\"a\"]}");
+	expect_error_has(&r, "argument 'files' must be an object");
+	r = run(f, "learn_skill", "{\"name\": \"x\", \"description\": \"d\", \"body\": \"b\", "
+		"\"files\": {\"a.txt\": 1}}");
+	expect_error(&r, "learn_skill: files: the content of 'a.txt' must be a string");
+	r = run(f, "learn_skill", "{\"name\": \"x\", \"description\": \"d\", \"body\": \"b\", "
+		"\"files\": {\"a.bin\": \"x\\u0000y\"}}");
+	expect_error_has(&r, "is not text");
+	/* counts and sizes are capped */
+	json_t *args = json_pack("{s:s, s:s, s:s, s:o}", "name", "x", "description", "d",
+				 "body", "b", "files", json_object());
+	for (int i = 0; i < 33; i++) {
+		char k[16];
+		snprintf(k, sizeof k, "f%d.txt", i);
+		json_object_set_new(json_object_get(args, "files"), k, json_string("x"));
+	}
+	assert_int_equal(tools_exec(&f->ctx, "learn_skill", args, &r), 0);
+	expect_error(&r, "learn_skill: argument 'files' has 33 files; at most 32");
+	json_object_clear(json_object_get(args, "files"));
+	char *big = malloc((256 << 10) + 2);
+	assert_non_null(big);
+	memset(big, 'x', (256 << 10) + 1);
+	big[(256 << 10) + 1] = '\0';
+	json_object_set_new(json_object_get(args, "files"), "big.txt", json_string(big));
+	assert_int_equal(tools_exec(&f->ctx, "learn_skill", args, &r), 0);
+	expect_error(&r, "learn_skill: files: 'big.txt' has 262145 bytes; at most 262144");
+	free(big);
+	json_decref(args);
+	expect_source_untouched(&l);
+	learn_free(&l);
+}
+
+static void test_sec7_learn_skill_refuses_bad_file_paths(void **state)
+{
+	struct fx *f = *state;
+	struct learn_fx l;
+	learn_setup(f, &l, NULL);
+	static const struct {
+		const char *path, *why;
+	} bad[] = {
+		{"/etc/cron.d/x", "is absolute"},
+		{"../x", "contains '..'"},
+		{"a/../../x", "contains '..'"},
+		{"a/..", "contains '..'"},
+		{".hidden", "starting with '.'"},
+		{"a/./b", "starting with '.'"},
+		{"a//b", "empty component"},
+		{"a/", "empty component"},
+		{"", "must be 1 to 200 bytes"},
+		{"SKILL.md", "names a SKILL.md"},
+		{"refs/skill.MD", "names a SKILL.md"},
+		{"skills/sub/notes.md", "is under skills/"},
+		{"a b.txt", "may hold only letters"},
+		{"a\\\\b", "may hold only letters"},
+		{"caf\\u00e9.txt", "may hold only letters"},
+		{"a/b/c/d/e/f/g/h/i.txt", "more than 8 directories deep"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		char args[512];
+		snprintf(args, sizeof args, "{\"name\": \"fresh\", \"description\": \"d\", "
+			 "\"body\": \"b\", \"files\": {\"ok.txt\": \"x\", \"%s\": \"x\"}}",
+			 bad[i].path);
+		struct tool_result r = run(f, "learn_skill", args);
+		if (!r.is_error || !strstr(r.text, bad[i].why))
+			fail_msg("path '%s': %s", bad[i].path, r.text);
+		tool_result_free(&r);
+	}
+	struct tool_result r = run(f, "learn_skill", "{\"name\": \"fresh\", \"description\": "
+				   "\"d\", \"body\": \"b\", \"files\": {\"a\": \"x\", "
+				   "\"a/b\": \"y\"}}");
+	expect_error(&r, "learn_skill: files: 'a' is both a file and a directory");
+	expect_source_untouched(&l);
+	learn_free(&l);
+}
+
+static void test_sec7_learn_skill_refusals(void **state)
+{
+	struct fx *f = *state;
+	struct learn_fx l;
+	learn_setup(f, &l, NULL);
+	/* a name the catalogue has: valid, invalid, or a sub-skill's */
+	const char *taken[] = {"taken", "broken", "helper"};
+	for (size_t i = 0; i < 3; i++) {
+		char args[256], want[128];
+		snprintf(args, sizeof args, "{\"name\": \"%s\", \"description\": \"d\", "
+			 "\"body\": \"b\"}", taken[i]);
+		snprintf(want, sizeof want, "learn_skill: a skill named '%s' exists already; "
+			 "choose another name", taken[i]);
+		struct tool_result r = run(f, "learn_skill", args);
+		expect_error(&r, want);
+	}
+	/* something on disk the catalogue does not know yet */
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s/late", l.src);
+	assert_int_equal(mkdir(p, 0755), 0);
+	struct tool_result r = run(f, "learn_skill", "{\"name\": \"late\", \"description\": "
+				   "\"d\", \"body\": \"b\"}");
+	expect_error(&r, "learn_skill: the writable source already holds 'late'; choose "
+		     "another name");
+	assert_int_equal(rmdir(p), 0);
+	/* a SKILL.md the parser refuses (over the file limit) never lands */
+	json_t *args = json_pack("{s:s, s:s, s:o}", "name", "huge", "description", "d",
+				 "body", json_null());
+	char *body = malloc(SKILL_DEFAULT_FILE_MAX + 1);
+	assert_non_null(body);
+	memset(body, 'x', SKILL_DEFAULT_FILE_MAX);
+	body[SKILL_DEFAULT_FILE_MAX] = '\0';
+	json_object_set_new(args, "body", json_string(body));
+	free(body);
+	assert_int_equal(tools_exec(&f->ctx, "learn_skill", args, &r), 0);
+	json_decref(args);
+	expect_error_has(&r, "learn_skill: the skill is invalid: ");
+	/* no writable source */
+	f->ctx.learn_dir = NULL;
+	r = run(f, "learn_skill", "{\"name\": \"fresh\", \"description\": \"d\", \"body\": \"b\"}");
+	expect_error(&r, "learn_skill: no source is writable (sources[].writable)");
+	/* a writable source that is one skill itself */
+	snprintf(p, sizeof p, "%s/taken", l.src);
+	f->ctx.learn_dir = p;
+	r = run(f, "learn_skill", "{\"name\": \"fresh\", \"description\": \"d\", \"body\": \"b\"}");
+	expect_error_has(&r, "the writable source is one skill itself");
+	f->ctx.learn_dir = config_learn_dir(l.cfg);
+	f->ctx.catalog = NULL; /* fail closed */
+	r = run(f, "learn_skill", "{\"name\": \"fresh\", \"description\": \"d\", \"body\": \"b\"}");
+	expect_error_has(&r, "the catalogue is not known");
+	expect_source_untouched(&l);
+	learn_free(&l);
+}
+
+/* A run cannot mint itself new grants: every allowed_tools item must lie
+ * within the calling run's own list. */
+static void test_sec7_learn_skill_never_grants_more_than_the_run(void **state)
+{
+	struct fx *f = *state;
+	struct learn_fx l;
+	learn_setup(f, &l, "[read, learn_skill, \"Bash(git log:*)\", AskUserQuestion]");
+	static const struct {
+		const char *item, *why;
+	} wider[] = {
+		{"write", "names a tool this run is not allowed"},
+		{"WebSearch", "names a tool this run is not allowed"},
+		{"Bash", "grants 'bash' for any command, but this run has it only for some"},
+		{"Bash(git:*)", "admits commands this run's patterns for 'bash' do not"},
+		{"Bash(git logx:*)", "admits commands this run's patterns for 'bash' do not"},
+		{"Bash()", "grants nothing: empty command pattern"},
+		{"Read(./src/**)", "'read' takes no command pattern"},
+		{"Bash(git", "is not a tool name"},
+	};
+	for (size_t i = 0; i < sizeof wider / sizeof *wider; i++) {
+		json_t *args = json_pack("{s:s, s:s, s:s, s:[s, s]}", "name", "fresh",
+					 "description", "d", "body", "b", "allowed_tools",
+					 "read", wider[i].item);
+		struct tool_result r;
+		assert_int_equal(tools_exec(&f->ctx, "learn_skill", args, &r), 0);
+		json_decref(args);
+		if (!r.is_error || !strstr(r.text, wider[i].why))
+			fail_msg("item '%s': %s", wider[i].item, r.text);
+		tool_result_free(&r);
+	}
+	expect_source_untouched(&l);
+	/* within: the same, narrower, and Claude Code names for them */
+	struct tool_result r = run(f, "learn_skill", "{\"name\": \"fresh\", \"description\": "
+				   "\"d\", \"body\": \"b\", \"allowed_tools\": [\"Read\", "
+				   "\"Bash(git log --oneline:*)\", \"bash(git log)\", "
+				   "\"AskUserQuestion\"]}");
+	if (r.is_error)
+		fail_msg("%s", r.text);
+	tool_result_free(&r);
+	/* no list known: nothing can be granted */
+	f->ctx.allow = NULL;
+	r = run(f, "learn_skill", "{\"name\": \"other\", \"description\": \"d\", \"body\": "
+		"\"b\", \"allowed_tools\": [\"read\"]}");
+	expect_error_has(&r, "names a tool this run is not allowed");
+	r = run(f, "learn_skill", "{\"name\": \"other\", \"description\": \"d\", \"body\": \"b\"}");
+	if (r.is_error)
+		fail_msg("%s", r.text);
+	tool_result_free(&r);
+	learn_free(&l);
+}
+
+static void test_sec7_learn_skill_writes_the_skill_atomically(void **state)
+{
+	struct fx *f = *state;
+	struct learn_fx l;
+	learn_setup(f, &l, NULL); /* policy all */
+	int fds = count_fds();
+	const char *args =
+		"{\"name\": \"sum-csv\", "
+		"\"description\": \"Sums a CSV column: say \\\"sum\\\" # or 'add' [x]\", "
+		"\"body\": \"# Sum\\n\\n---\\nRun `scripts/sum.sh $ARGUMENTS`.\", "
+		"\"allowed_tools\": [\"bash\", \"Read\", \"Bash(awk:*)\"], "
+		"\"files\": {\"scripts/sum.sh\": \"#!/bin/sh\\nawk -F, '{s+=$1} END {print s}' \\\"$1\\\"\\n\", "
+		"\"references/notes.md\": \"notes\\n\", \"README.txt\": \"\"}}";
+	struct tool_result r = run(f, "learn_skill", args);
+	if (r.is_error)
+		fail_msg("%s", r.text);
+	assert_non_null(strstr(r.text, "learned skill 'sum-csv': SKILL.md ("));
+	assert_non_null(strstr(r.text, "and 3 other files written; allowed-tools: [bash, Read, "
+			       "Bash(awk:*)]"));
+	tool_result_free(&r);
+	assert_int_equal(count_fds(), fds);
+	/* nothing else in the source: the temporary directory was renamed */
+	char *names = listing(l.src);
+	assert_string_equal(names, "broken\nsum-csv\ntaken\n");
+	free(names);
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/sum-csv", l.src);
+	names = listing(dir);
+	assert_string_equal(names, "README.txt\nSKILL.md\nreferences\nscripts\n");
+	free(names);
+	char *md = slurp(dir, "SKILL.md");
+	assert_non_null(md);
+	assert_string_equal(md, "---\n"
+			    "name: \"sum-csv\"\n"
+			    "description: \"Sums a CSV column: say \\\"sum\\\" # or 'add' [x]\"\n"
+			    "allowed-tools: [\"bash\", \"Read\", \"Bash(awk:*)\"]\n"
+			    "---\n"
+			    "# Sum\n\n---\nRun `scripts/sum.sh $ARGUMENTS`.\n");
+	free(md);
+	char *sh = slurp(dir, "scripts/sum.sh");
+	assert_string_equal(sh, "#!/bin/sh\nawk -F, '{s+=$1} END {print s}' \"$1\"\n");
+	free(sh);
+	char *notes = slurp(dir, "references/notes.md");
+	assert_string_equal(notes, "notes\n");
+	free(notes);
+	struct stat st;
+	char p[PATH_MAX + 64];
+	snprintf(p, sizeof p, "%s/scripts/sum.sh", dir);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0755); /* a script: executable */
+	snprintf(p, sizeof p, "%s/references/notes.md", dir);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	assert_int_equal(stat(dir, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0755);
+	snprintf(p, sizeof p, "%s/scripts", dir);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0755);
+
+	/* the catalogue finds it, valid, with the source's trust */
+	struct catalog *cat = catalog_build(l.cfg, l.cat, NULL, NULL);
+	assert_non_null(cat);
+	const struct catalog_entry *e = catalog_find(cat, "sum-csv");
+	assert_non_null(e);
+	assert_true(e->skill->valid);
+	assert_int_equal(e->trust, TRUST_COMMUNITY);
+	assert_string_equal(e->skill->description, "Sums a CSV column: say \"sum\" # or 'add' [x]");
+	assert_int_equal(e->skill->allowed_tools.n, 3);
+	assert_int_equal(e->skill->warnings.n, 0);
+	catalog_free(cat);
+
+	/* the same name again: on disk now */
+	r = run(f, "learn_skill", "{\"name\": \"sum-csv\", \"description\": \"d\", \"body\": \"b\"}");
+	expect_error_has(&r, "already holds 'sum-csv'");
+
+	/* a skill learned without allowed_tools declares none: it never
+	 * opens a later run to policy all */
+	r = run(f, "learn_skill", "{\"name\": \"plain\", \"description\": \"d\", \"body\": \"b\"}");
+	if (r.is_error)
+		fail_msg("%s", r.text);
+	tool_result_free(&r);
+	snprintf(dir, sizeof dir, "%s/plain", l.src);
+	md = slurp(dir, "SKILL.md");
+	assert_string_equal(md, "---\nname: \"plain\"\ndescription: \"d\"\nallowed-tools: []\n"
+			    "---\nb\n");
+	free(md);
+	struct skill *s = skill_load(dir, NULL);
+	assert_non_null(s);
+	assert_true(s->valid);
+	assert_true(s->allowed_tools.declared);
+	assert_int_equal(s->allowed_tools.n, 0);
+	skill_unref(s);
+	learn_free(&l);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1169,6 +1566,11 @@ int main(void)
 		T(test_sec7_sandbox_program_that_does_not_confine_fails_closed),
 		T(test_sec7_bwrap_missing_from_path_fails_closed),
 		T(test_sec7_sandbox_none_runs_unconfined),
+		T(test_sec7_learn_skill_argument_checking),
+		T(test_sec7_learn_skill_refuses_bad_file_paths),
+		T(test_sec7_learn_skill_refusals),
+		T(test_sec7_learn_skill_never_grants_more_than_the_run),
+		T(test_sec7_learn_skill_writes_the_skill_atomically),
 	};
 	struct tools_config tc = {0};
 	if (sandbox_probe(&tc, &box) < 0)

@@ -93,16 +93,34 @@ static const struct tool_def defs[] = {
 	     "\"name\""),
 	 IMPL_ENGINE, NULL, false},
 	{"learn_skill",
-	 "Save a new skill so that later runs can use it.",
+	 "Save a new skill (a SKILL.md made of name, description and body, "
+	 "plus optional other files such as scripts/run.sh) into the skill "
+	 "source marked writable, so that later runs can use it. A name any "
+	 "skill already has is refused. The skill always declares "
+	 "allowed-tools: exactly the allowed_tools given (none by default), "
+	 "each of which this run must be allowed itself: a skill cannot grant "
+	 "more than the run that writes it.",
 	 OBJ("\"name\": {\"type\": \"string\", \"pattern\": "
 	     "\"^[a-z0-9]+(-[a-z0-9]+)*$\", \"maxLength\": 64, "
 	     "\"description\": \"Skill name: lower-case letters, digits and "
 	     "single hyphens.\"}, "
-	     "\"description\": " STR("One line saying what the skill does and "
-				     "when to use it.") ", "
-	     "\"body\": " STR("The skill's instructions, in markdown."),
+	     "\"description\": {\"type\": \"string\", \"maxLength\": 1024, "
+	     "\"description\": \"One line saying what the skill does and "
+	     "when to use it.\"}, "
+	     "\"body\": " STR("The skill's instructions, in markdown.") ", "
+	     "\"allowed_tools\": {\"type\": \"array\", \"items\": "
+	     "{\"type\": \"string\"}, \"maxItems\": 64, \"description\": "
+	     "\"The tools the skill grants, e.g. [\\\"read\\\", "
+	     "\\\"Bash(git log:*)\\\"]; each must be allowed to this run. "
+	     "Default: none.\"}, "
+	     "\"files\": {\"type\": \"object\", \"additionalProperties\": "
+	     "{\"type\": \"string\"}, \"maxProperties\": 32, "
+	     "\"description\": \"Other files of the skill: a relative path "
+	     "(letters, digits, . _ - and /) to its text, e.g. "
+	     "{\\\"scripts/run.sh\\\": \\\"#!/bin/sh ...\\\"}. A text "
+	     "starting with #! is made executable.\"}",
 	     "\"name\", \"description\", \"body\""),
-	 IMPL_UNAVAILABLE, NULL, false},
+	 IMPL_HERE, tool_learn_skill, false},
 	{"ask_user",
 	 "Ask the person who started the run a question and wait for the "
 	 "answer.",

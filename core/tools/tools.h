@@ -50,7 +50,9 @@ void tool_schemas_free(struct tool_schemas *ts);
 int tool_schemas_pick(const struct tool_schemas *ts, const struct strlist *names,
 		      json_t **arr, char **text);
 
+struct catalog;
 struct config;
+struct grants;
 struct sandbox;
 
 struct tool_ctx {
@@ -67,6 +69,14 @@ struct tool_ctx {
 	 * it (e.g. the run was cancelled). */
 	bool (*cancel)(void *arg);
 	void *cancel_arg;
+	/* learn_skill: the calling run's allow-list (the new skill's
+	 * allowed-tools must lie within it; NULL: only an empty list), the
+	 * source it writes into (config_learn_dir; NULL: refused, no source
+	 * is writable) and the catalogue whose names it must not take (NULL:
+	 * refused). */
+	const struct grants *allow;
+	const char *learn_dir;
+	const struct catalog *catalog;
 };
 
 struct tool_result {
