@@ -904,9 +904,11 @@ static int handle_call(struct chat *c, size_t ai, size_t k)
 		rc = oom(a);
 		goto out;
 	}
+	/* What the tool's patterns check: bash's command, webfetch's url. */
 	const char *command = NULL;
 	if (json_is_object(args) && grants_tool_has_patterns(tool))
-		command = json_string_value(json_object_get(args, "command"));
+		command = json_string_value(json_object_get(args,
+							    grants_pattern_argument(tool)));
 
 	const char *reason;
 	bool permitted = chat_permits(c, tool, command, &reason);
