@@ -955,6 +955,10 @@ static int handle_call(struct chat *c, size_t ai, size_t k)
 			.argv_only = gt && !gt->unrestricted,
 			.timeout_ms = config_tool_timeout_ms(a->env->config, tool),
 			.output_max = config_tool_output_max(a->env->config, tool),
+			.webfetch = a->env->config ? &a->env->config->tools.webfetch : NULL,
+			/* every redirect of webfetch is held to the grant too */
+			.domains = gt && !gt->unrestricted && strcmp(tool, "webfetch") == 0
+					   ? &gt->patterns : NULL,
 			.cancel = interrupted,
 			.cancel_arg = a,
 		};
