@@ -30,6 +30,7 @@
 #include "tool.h"
 #include "tools.h"
 #include "webfetch.h"
+#include "webtext.h"
 
 /* ---- helpers ---- */
 
@@ -169,10 +170,10 @@ static void test_text_types(void **state)
 				"text/", "application/jsonx", "+json", "video/mp4",
 				"application/zip", ""};
 	for (size_t i = 0; i < sizeof text / sizeof *text; i++)
-		if (!webfetch_type_is_text(text[i]))
+		if (!webtext_type_is_text(text[i]))
 			fail_msg("%s should be text", text[i]);
 	for (size_t i = 0; i < sizeof binary / sizeof *binary; i++)
-		if (webfetch_type_is_text(binary[i]))
+		if (webtext_type_is_text(binary[i]))
 			fail_msg("%s should not be text", binary[i]);
 }
 
@@ -181,7 +182,7 @@ static void test_text_types(void **state)
 static void expect_html(const char *html, const char *want)
 {
 	struct buf out = {0};
-	assert_int_equal(webfetch_html_text(html, strlen(html), &out), 0);
+	assert_int_equal(webtext_html(html, strlen(html), &out), 0);
 	const char *got = out.data ? out.data : "";
 	if (strcmp(got, want) != 0)
 		fail_msg("HTML %s\n gave [%s]\n  not [%s]", html, got, want);
@@ -238,7 +239,7 @@ static void expect_utf8(const char *charset, const char *in, size_t n, int rc,
 			const char *want)
 {
 	struct buf out = {0};
-	assert_int_equal(webfetch_to_utf8(charset, in, n, &out), rc);
+	assert_int_equal(webtext_to_utf8(charset, in, n, &out), rc);
 	const char *got = out.data ? out.data : "";
 	if (strlen(want) != out.len || memcmp(got, want, out.len) != 0)
 		fail_msg("%s: got [%.*s], want [%s]", charset, (int)out.len, got, want);
@@ -263,6 +264,46 @@ static void test_charsets(void **state)
 	expect_utf8("UTF-16LE", "h\0i\0!", 5, 0, "hi\xEF\xBF\xBD");
 	/* An unknown label: the bytes as they are, 1. */
 	expect_utf8("x-no-such-charset", "a\xFF", 2, 1, "a\xFF");
+}
+
+static void expect_decoded(const char *ct, const char *in, size_t n, int rc,
+			   const char *want, const char *unknown_want)
+{
+	struct buf out = {0};
+	char unknown[64] = "x";
+	if (n == SIZE_MAX)
+		n = strlen(in);
+	assert_int_equal(webtext_decode(ct, in, n, &out, unknown, sizeof unknown), rc);
+	const char *got = out.data ? out.data : "";
+	if (strlen(want) != out.len || memcmp(got, want, out.len) != 0)
+		fail_msg("%s: got [%.*s], want [%s]", ct ? ct : "(no type)", (int)out.len, got,
+			 want);
+	assert_string_equal(unknown, unknown_want);
+	buf_free(&out);
+}
+
+/* Where the charset comes from: the header, a byte order mark, the
+ * document; else UTF-8 when valid, else windows-1252. */
+static void test_decode_finds_the_charset(void **state)
+{
+	(void)state;
+	expect_decoded("text/plain; charset=iso-8859-1", "\xE9", 1, 0, "\xC3\xA9", "");
+	expect_decoded("text/plain; Charset = \"ISO-8859-2\"", "\xB1", 1, 0, "\xC4\x85", "");
+	expect_decoded("text/plain", "\xEF\xBB\xBFhi", 5, 0, "hi", "");
+	expect_decoded("text/plain; charset=iso-8859-1", "\xFF\xFEh\0i\0", 6, 0, "hi", "");
+	expect_decoded("text/plain", "\xFE\xFF\0h\0i", 6, 0, "hi", "");
+	expect_decoded("text/html", "<meta charset=\"iso-8859-2\"><p>\xB1</p>", SIZE_MAX, 0,
+		       "\xC4\x85", "");
+	expect_decoded("text/html",
+		       "<meta http-equiv=Content-Type content='text/html; charset=windows-1252'>"
+		       "<p>\x80</p>", SIZE_MAX, 0, "\xE2\x82\xAC", "");
+	expect_decoded("application/xml",
+		       "<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><a>\xE9</a>", SIZE_MAX, 0,
+		       "<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><a>\xC3\xA9</a>", "");
+	expect_decoded(NULL, "caf\xC3\xA9", 5, 0, "caf\xC3\xA9", "");
+	expect_decoded(NULL, "caf\xE9", 4, 0, "caf\xC3\xA9", "");
+	expect_decoded("text/plain; charset=x-nope", "a\xFF", 2, 1, "a\xFF", "x-nope");
+	expect_decoded("application/xhtml+xml", "<p>a</p><p>b</p>", 16, 0, "a\n\nb", "");
 }
 
 /* ---- domain patterns ---- */
@@ -806,6 +847,7 @@ int main(void)
 		cmocka_unit_test(test_text_types),
 		cmocka_unit_test(test_html_to_text),
 		cmocka_unit_test(test_charsets),
+		cmocka_unit_test(test_decode_finds_the_charset),
 		cmocka_unit_test(test_domain_pattern_check),
 		cmocka_unit_test(test_domain_pattern_admits),
 		cmocka_unit_test(test_domain_pattern_covers),

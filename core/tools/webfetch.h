@@ -3,8 +3,7 @@
  * run's domain patterns), every connection's address checked after DNS
  * resolution (private, loopback, link-local... refused unless allowed),
  * the download, the text and the time capped, and the content turned into
- * text (HTML reduced to readable text, charsets converted to UTF-8, other
- * types summarised). It runs in the daemon, unsandboxed: it never touches
+ * text (webtext.h) or, for other types, summarised. It runs in the daemon, unsandboxed: it never touches
  * the local file system (http and https only, no proxy, netrc or cookie
  * file). The pieces are public for the tests. */
 #ifndef SKILLFS_WEBFETCH_H
@@ -29,28 +28,6 @@
  * (IPv4-mapped ::ffff:a.b.c.d, IPv4-compatible ::a.b.c.d, NAT64
  * 64:ff9b::/96, 6to4 2002::/16) are judged by that IPv4 address. */
 const char *webfetch_address_class(const struct sockaddr *sa, socklen_t len);
-
-/* Whether a media type (a Content-Type value; parameters and case are
- * ignored) is shown as text: text/\*, application/json, application/xml,
- * application/javascript (and x-javascript, ecmascript), and any
- * \*+xml or \*+json. */
-bool webfetch_type_is_text(const char *type);
-
-/* Appends the readable text of an HTML document (UTF-8) to out: script,
- * style, head (and title, noscript, template) dropped, comments and tags
- * removed, block elements turned into line breaks (headings marked with
- * '#', list items with "- "), entities decoded (&amp; &lt; &gt; &quot;
- * &#39; &#NNN; &#xHH; &nbsp; and the common named ones), white space
- * collapsed except in <pre>. Returns 0, or -1 on ENOMEM. */
-int webfetch_html_text(const char *html, size_t n, struct buf *out);
-
-/* Appends p[0..n), in charset (a label as in Content-Type; any case), to
- * out as UTF-8: UTF-8 and US-ASCII as they are, ISO-8859-1, latin1 and
- * windows-1252 as windows-1252 (as browsers read them), any other label
- * iconv knows through iconv, each byte it cannot convert becoming U+FFFD.
- * Returns 0; 1 when the label is unknown (the bytes are appended as they
- * are, for the caller to replace what is not UTF-8); -1 on ENOMEM. */
-int webfetch_to_utf8(const char *charset, const char *p, size_t n, struct buf *out);
 
 /* One fetch. */
 struct webfetch_request {
