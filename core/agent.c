@@ -941,9 +941,11 @@ static int handle_call(struct chat *c, size_t ai, size_t k)
 		rc = oom(a);
 		goto out;
 	}
+	/* What the tool's patterns check: bash's command, webfetch's url. */
 	const char *command = NULL;
 	if (json_is_object(args) && grants_tool_has_patterns(tool))
-		command = json_string_value(json_object_get(args, "command"));
+		command = json_string_value(json_object_get(args,
+							    grants_pattern_argument(tool)));
 
 	const char *reason;
 	bool permitted = chat_permits(c, tool, command, &reason);
@@ -990,6 +992,10 @@ static int handle_call(struct chat *c, size_t ai, size_t k)
 			.argv_only = gt && !gt->unrestricted,
 			.timeout_ms = config_tool_timeout_ms(a->env->config, tool),
 			.output_max = config_tool_output_max(a->env->config, tool),
+			.webfetch = a->env->config ? &a->env->config->tools.webfetch : NULL,
+			/* every redirect of webfetch is held to the grant too */
+			.domains = gt && !gt->unrestricted && strcmp(tool, "webfetch") == 0
+					   ? &gt->patterns : NULL,
 			.cancel = interrupted,
 			.cancel_arg = a,
 			.allow = a->env->allow,

@@ -728,13 +728,45 @@ static int env_entry(struct ctx *x, const yaml_node_t *kn, const char *name,
 	return 0;
 }
 
+/* A byte count at key: an integer or a size such as "1MiB" (size_parse),
+ * at most max. */
+static int get_size(struct ctx *x, const yaml_node_t *n, const char *key,
+		    uint64_t max, uint64_t *out)
+{
+	if (n->type != YAML_SCALAR_NODE)
+		return fail(x, n, key, "expected a size, got %s", node_kind(n));
+	if (size_parse(scalar_value(n), max, out) < 0)
+		return fail(x, n, key, "expected a positive number of bytes of at most "
+			    "%llu, optionally with a unit B, KiB, MiB or GiB (e.g. "
+			    "1MiB), got '%.64s'", (unsigned long long)max, scalar_value(n));
+	return 0;
+}
+
+/* tools.webfetch: {allow_private, max_text, max_download}. */
+static int parse_tool_webfetch(struct ctx *x, const yaml_node_t *n)
+{
+	static const char *const names[] = {"allow_private", "max_text", "max_download"};
+	yaml_node_t *f[3];
+	struct webfetch_config *w = &x->c->tools.webfetch;
+	if (get_fields(x, n, "tools.webfetch", names, 3, f) < 0)
+		return -1;
+	if ((f[0] && get_bool(x, f[0], "tools.webfetch.allow_private",
+			      &w->allow_private) < 0) ||
+	    (f[1] && get_size(x, f[1], "tools.webfetch.max_text", (uint64_t)64 << 20,
+			      &w->max_text) < 0) ||
+	    (f[2] && get_size(x, f[2], "tools.webfetch.max_download",
+			      (uint64_t)1 << 30, &w->max_download) < 0))
+		return -1;
+	return 0;
+}
+
 static int parse_tools(struct ctx *x, const yaml_node_t *n)
 {
 	static const char *const names[] = {"registered", "approval", "sandbox",
-		"sandbox_program", "network", "user", "env", "limits"};
-	yaml_node_t *f[8];
+		"sandbox_program", "network", "user", "env", "limits", "webfetch"};
+	yaml_node_t *f[9];
 	struct config *c = x->c;
-	if (get_fields(x, n, "tools", names, 8, f) < 0)
+	if (get_fields(x, n, "tools", names, 9, f) < 0)
 		return -1;
 	if (f[0]) {
 		strlist_free(&c->registered_tools);
@@ -773,7 +805,8 @@ static int parse_tools(struct ctx *x, const yaml_node_t *n)
 	if (dup_field(x, f[5], "tools.user", &c->tools.user) < 0)
 		return -1;
 	if ((f[6] && each_pair(x, f[6], "tools.env", "variable to value", env_entry, NULL) < 0) ||
-	    (f[7] && each_pair(x, f[7], "tools.limits", "tool to limits", limit_entry, NULL) < 0))
+	    (f[7] && each_pair(x, f[7], "tools.limits", "tool to limits", limit_entry, NULL) < 0) ||
+	    (f[8] && parse_tool_webfetch(x, f[8]) < 0))
 		return -1;
 	return 0;
 }

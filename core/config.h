@@ -18,6 +18,8 @@
 #define CONFIG_DEFAULT_TOOL_TIMEOUT 60          /* seconds, process tools */
 #define CONFIG_DEFAULT_TOOL_OUTPUT (64L * 1024) /* bytes, process tools */
 #define CONFIG_DEFAULT_TOOLS_USER "nobody"
+#define CONFIG_DEFAULT_WEBFETCH_TEXT ((uint64_t)1 << 20)      /* bytes */
+#define CONFIG_DEFAULT_WEBFETCH_DOWNLOAD ((uint64_t)10 << 20) /* bytes */
 /* runs.budget (see struct run_budget) */
 #define CONFIG_DEFAULT_BUDGET_MODEL_CALLS 200
 #define CONFIG_DEFAULT_BUDGET_TOOL_CALLS_PER_TURN 32
@@ -79,6 +81,13 @@ struct tool_limit {
 	long output_bytes;  /* 0: CONFIG_DEFAULT_TOOL_OUTPUT */
 };
 
+/* tools.webfetch: what the webfetch tool may reach and return. */
+struct webfetch_config {
+	bool allow_private;    /* private, loopback, link-local... addresses too */
+	uint64_t max_text;     /* bytes of text returned; 0: the default */
+	uint64_t max_download; /* bytes of a response read; 0: the default */
+};
+
 struct tools_config {
 	enum sandbox_mode sandbox;
 	char *sandbox_program; /* tools.sandbox_program (absolute when it has a
@@ -89,6 +98,7 @@ struct tools_config {
 	struct strlist env;    /* tools.env as "NAME=value", for tool processes */
 	struct tool_limit *limits;
 	size_t nlimits;
+	struct webfetch_config webfetch; /* tools.webfetch */
 	/* Filled by whoever probes the machine (the engine, skillfs check):
 	 * registered tools that cannot work here, moved out of
 	 * registered_tools, each with the reason at the same index. */

@@ -7,11 +7,29 @@
 #include <strings.h>
 
 #include "cmdline.h"
+#include "domain.h"
+
+const char *grants_pattern_argument(const char *tool)
+{
+	if (!tool)
+		return NULL;
+	if (strcasecmp(tool, "bash") == 0 || strcasecmp(tool, "terminal") == 0)
+		return "command";
+	if (strcasecmp(tool, "webfetch") == 0)
+		return "url";
+	return NULL;
+}
 
 bool grants_tool_has_patterns(const char *tool)
 {
-	return tool && (strcasecmp(tool, "bash") == 0 ||
-			strcasecmp(tool, "terminal") == 0);
+	return grants_pattern_argument(tool) != NULL;
+}
+
+/* Whether the tool's patterns are domain patterns (webfetch) rather than
+ * command patterns. */
+static bool domain_tool(const char *tool)
+{
+	return tool && strcasecmp(tool, "webfetch") == 0;
 }
 
 static void tool_free(struct grant_tool *t)
@@ -351,7 +369,7 @@ int grants_resolve_here(const struct strlist *registered,
 			}
 			if (it->pattern) {
 				char *why = NULL;
-				if (grants_pattern_check(it->pattern, &why) < 0) {
+				if (grants_tool_pattern_check(reg[r], it->pattern, &why) < 0) {
 					if (!why ||
 					    drop_add(out, name, text, why) < 0 ||
 					    strlist_addf(&out->warnings,
@@ -450,6 +468,13 @@ static bool pattern_admits(const char *pattern, const struct strlist *argv)
 	return ok;
 }
 
+int grants_tool_pattern_check(const char *tool, const char *pattern, char **why)
+{
+	if (domain_tool(tool))
+		return domain_pattern_check(pattern, why);
+	return grants_pattern_check(pattern, why);
+}
+
 bool grants_pattern_matches(const char *pattern, const char *command)
 {
 	struct strlist argv = {0};
@@ -470,6 +495,29 @@ bool grants_pattern_covers(const char *outer, const char *inner)
 	return ok;
 }
 
+bool grants_tool_pattern_covers(const char *tool, const char *outer,
+				const char *inner)
+{
+	if (domain_tool(tool))
+		return domain_pattern_covers(outer, inner);
+	return grants_pattern_covers(outer, inner);
+}
+
+/* Whether a URL's host is admitted by one of the domain patterns. */
+static bool url_permitted(const struct strlist *patterns, const char *url)
+{
+	char *host = NULL, *why = NULL;
+	if (!url || domain_url_parse(url, NULL, &host, &why) < 0) {
+		free(why);
+		return false;
+	}
+	bool ok = false;
+	for (size_t i = 0; i < patterns->n && !ok; i++)
+		ok = domain_pattern_admits(patterns->items[i], host);
+	free(host);
+	return ok;
+}
+
 bool grants_permits(const struct grants *g, const char *tool,
 		    const char *command)
 {
@@ -478,6 +526,8 @@ bool grants_permits(const struct grants *g, const char *tool,
 		return false;
 	if (t->unrestricted)
 		return true;
+	if (domain_tool(t->name))
+		return url_permitted(&t->patterns, command);
 	struct strlist argv = {0};
 	if (!command || cmdline_split(command, &argv, NULL) < 0)
 		return false;
@@ -528,11 +578,12 @@ int grants_copy(const struct grants *src, struct grants *out)
 	return rc;
 }
 
-/* Patterns admitted by both sets of patterns, word-wise: p ∩ q is the
- * longer of the two when the words of one begin the words of the other,
- * else nothing; a pattern that cannot be split meets nothing. */
-static int intersect_patterns(const struct strlist *a, const struct strlist *b,
-			      struct strlist *out)
+/* Patterns admitted by both sets of patterns of tool: p ∩ q is the
+ * narrower of the two when one covers the other (grants_tool_pattern_covers:
+ * word-wise for commands, by subdomain for domains), else nothing; a
+ * pattern that cannot be split meets nothing. */
+static int intersect_patterns(const char *tool, const struct strlist *a,
+			      const struct strlist *b, struct strlist *out)
 {
 	size_t cap = a->n * b->n;
 	const char **v = malloc((cap ? cap : 1) * sizeof *v);
@@ -542,9 +593,9 @@ static int intersect_patterns(const struct strlist *a, const struct strlist *b,
 	for (size_t i = 0; i < a->n; i++)
 		for (size_t j = 0; j < b->n; j++) {
 			const char *p = a->items[i], *q = b->items[j];
-			if (grants_pattern_covers(p, q))
+			if (grants_tool_pattern_covers(tool, p, q))
 				v[nv++] = q;
-			else if (grants_pattern_covers(q, p))
+			else if (grants_tool_pattern_covers(tool, q, p))
 				v[nv++] = p;
 		}
 	int rc = add_sorted_unique(out, v, nv);
@@ -590,7 +641,8 @@ int grants_intersect(const struct grants *stored, const struct grants *now,
 		else if (t->unrestricted)
 			rc = strlist_extend(&r->patterns, &s->patterns);
 		else
-			rc = intersect_patterns(&s->patterns, &t->patterns, &r->patterns);
+			rc = intersect_patterns(s->name, &s->patterns, &t->patterns,
+						&r->patterns);
 		if (rc == 0) {
 			const struct grant_tool *p = prov == now ? t : s;
 			rc = by_copy(r, p);
@@ -629,6 +681,8 @@ int grants_intersect(const struct grants *stored, const struct grants *now,
 
 int grants_format_item(struct buf *out, const char *tool, const char *pattern)
 {
+	if (pattern && domain_tool(tool))
+		return buf_printf(out, "%s(%s)\n", tool, pattern);
 	if (pattern)
 		return buf_printf(out, "%s(%s:*)\n", tool, pattern);
 	return buf_printf(out, "%s\n", tool);

@@ -50,16 +50,22 @@ struct grants {
 	struct strlist warnings;
 };
 
-/* Whether a tool's allowed-tools items may carry a command pattern (D3):
- * only bash and terminal. */
+/* Whether a tool's allowed-tools items may carry a pattern (D3): a command
+ * pattern for bash and terminal, a domain pattern (domain.h) for webfetch. */
 bool grants_tool_has_patterns(const char *tool);
+
+/* The argument of a call that the tool's patterns are checked against:
+ * "command" for bash and terminal, "url" for webfetch; NULL for a tool
+ * without patterns. */
+const char *grants_pattern_argument(const char *tool);
 
 /* Resolves the allow-list of the gate skills (the effective skills plus the
  * invalid-but-otherwise-eligible ones, in order) against the registered
  * tools. An invalid skill always counts as declaring [] whatever its struct
  * says (D1). Tool names compare case-insensitively. A pattern on a tool
  * without pattern semantics grants nothing, nor does an empty pattern
- * (Bash(), Bash(:*), Bash(*)) or one grants_pattern_check refuses; an
+ * (Bash(), Bash(:*), Bash(*)) or one grants_tool_pattern_check refuses
+ * (for webfetch, anything but domain:HOST); an
  * unregistered name is dropped; each with a dropped entry and a warning
  * naming skill and item. A tool granted both with and without a pattern is
  * unrestricted. On success returns 0 and fills
@@ -92,6 +98,10 @@ bool grants_has(const struct grants *g, const char *tool);
  * caller frees), or -1 with *why NULL on ENOMEM. */
 int grants_pattern_check(const char *pattern, char **why);
 
+/* grants_pattern_check for the patterns of tool: webfetch's must be
+ * domain patterns (domain_pattern_check), the others command patterns. */
+int grants_tool_pattern_check(const char *tool, const char *pattern, char **why);
+
 /* Whether a command is admitted by a command pattern (D3): both split with
  * cmdline_split (a command or a pattern that cannot be split admits
  * nothing) and the command's words begin with the pattern's words, word
@@ -105,9 +115,16 @@ bool grants_pattern_matches(const char *pattern, const char *command);
  * of outer begin the words of inner (both must split). */
 bool grants_pattern_covers(const char *outer, const char *inner);
 
+/* grants_pattern_covers for the patterns of tool: for webfetch, every host
+ * inner admits is admitted by outer (domain_pattern_covers). */
+bool grants_tool_pattern_covers(const char *tool, const char *outer,
+				const char *inner);
+
 /* The execution-time check (R5): the tool is on the list and, when it is
- * restricted to patterns, command (may be NULL: refused then) matches one
- * of them (grants_pattern_matches). Fails closed on a NULL g. */
+ * restricted to patterns, command (the call's grants_pattern_argument; may
+ * be NULL: refused then) matches one of them (grants_pattern_matches; for
+ * webfetch, the URL's host is admitted by one of its domain patterns,
+ * domain_pattern_admits). Fails closed on a NULL g. */
 bool grants_permits(const struct grants *g, const char *tool,
 		    const char *command);
 
@@ -125,8 +142,9 @@ int grants_intersect(const struct grants *stored, const struct grants *now,
 /* Deep copy. Returns 0, or -1 on ENOMEM (out empty). */
 int grants_copy(const struct grants *src, struct grants *out);
 
-/* Appends one list line for a tool and pattern: "bash" or
- * "bash(git diff:*)" (the same form as skills/<name>/allowed-tools).
+/* Appends one list line for a tool and pattern: "bash",
+ * "bash(git diff:*)" or "webfetch(domain:example.com)" (the same form as
+ * skills/<name>/allowed-tools).
  * Returns 0 or -1. */
 int grants_format_item(struct buf *out, const char *tool, const char *pattern);
 

@@ -107,7 +107,8 @@ static bool decl_gives(const struct tool_decl *d, const char *tool,
 			const struct tool_grant *it = &d->items[i];
 			within = it->tool && it->pattern &&
 				 strcasecmp(it->tool, tool) == 0 &&
-				 grants_pattern_covers(it->pattern, t->patterns.items[k]);
+				 grants_tool_pattern_covers(tool, it->pattern,
+							   t->patterns.items[k]);
 		}
 		if (!within)
 			return false;

@@ -485,6 +485,36 @@ static void test_D3_patterned_bash_grant_enforced_at_execution(void **state)
 	assert_int_equal(count_events(f, "r3", "tool_denied"), 2);
 }
 
+/* WebFetch(domain:HOST): the call's url is what the grant checks (R5), and
+ * an admitted call runs with the configured address rule. */
+static void test_D3_webfetch_domain_grant_checks_the_url(void **state)
+{
+	struct fx *f = *state;
+	add_skill(f, "web", "---\nname: web\ndescription: d\n"
+			    "allowed-tools: WebFetch(domain:localhost)\n---\nb\n");
+	load(f);
+	script(f, call("c1", "webfetch", "{\"url\": \"http://localhost:1/x\"}"));
+	script(f, call("c2", "webfetch", "{\"url\": \"http://127.0.0.1:1/x\"}"));
+	script(f, call("c3", "webfetch", "{\"url\": \"http://localhost.evil.org/\", "
+				       "\"command\": \"http://localhost/\"}"));
+	script(f, call("c4", "webfetch", "{\"command\": \"http://localhost/\"}"));
+	script(f, say("ok"));
+	start_run(f, "r3w", "web");
+
+	assert_int_equal(agent_run(&f->env, "r3w"), AGENT_COMPLETED);
+	json_t *m = messages(f, "r3w", AGENT_MAIN_CHAT);
+	assert_int_equal(json_array_size(m), 11);
+	/* admitted by the grant, then refused by the address rule */
+	assert_non_null(strstr(msg_field(m, 3, "content"),
+			       "webfetch: refused to connect to "));
+	assert_non_null(strstr(msg_field(m, 3, "content"), "(loopback address)"));
+	assert_non_null(strstr(msg_field(m, 5, "content"), "not admitted by the patterns"));
+	assert_non_null(strstr(msg_field(m, 7, "content"), "not admitted by the patterns"));
+	assert_non_null(strstr(msg_field(m, 9, "content"), "not admitted by the patterns"));
+	json_decref(m);
+	assert_int_equal(count_events(f, "r3w", "tool_denied"), 3);
+}
+
 static void test_R3_empty_allow_list_is_one_plain_completion(void **state)
 {
 	struct fx *f = *state;
@@ -1831,6 +1861,7 @@ int main(void)
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 		T(test_R5_offered_tool_write_then_read),
 		T(test_R5_tool_not_offered_is_denied_and_logged),
+		T(test_D3_webfetch_domain_grant_checks_the_url),
 		T(test_D3_patterned_bash_grant_enforced_at_execution),
 		T(test_R3_empty_allow_list_is_one_plain_completion),
 		T(test_queued_run_starts_in_one_commit),

@@ -965,6 +965,44 @@ static void test_S9_tools_sandbox_keys(void **state)
 	}
 }
 
+/* tools.webfetch: allow_private, and the caps as integers or sizes. */
+static void test_S9_tools_webfetch_keys(void **state)
+{
+	(void)state;
+	struct config *c = parse_ok("configurations:\n  default:\n");
+	assert_false(c->tools.webfetch.allow_private);
+	assert_int_equal(c->tools.webfetch.max_text, 0); /* the defaults */
+	assert_int_equal(c->tools.webfetch.max_download, 0);
+	config_free(c);
+	c = parse_ok("tools:\n  webfetch: {allow_private: true, max_text: 4096, "
+		     "max_download: 2MiB}\n");
+	assert_true(c->tools.webfetch.allow_private);
+	assert_int_equal(c->tools.webfetch.max_text, 4096);
+	assert_int_equal(c->tools.webfetch.max_download, 2 << 20);
+	config_free(c);
+	c = parse_ok("tools:\n  webfetch: {max_text: \"1 KiB\", extra: 1}\n");
+	assert_int_equal(c->tools.webfetch.max_text, 1024);
+	assert_true(has_warning(c, "unknown key 'tools.webfetch.extra'"));
+	config_free(c);
+	const char *bad[][2] = {
+		{"tools:\n  webfetch: {allow_private: sometimes}\n",
+		 "tools.webfetch.allow_private: expected true or false"},
+		{"tools:\n  webfetch: {max_text: 0}\n", "tools.webfetch.max_text: expected a positive"},
+		{"tools:\n  webfetch: {max_text: 1MB}\n", "tools.webfetch.max_text: expected a positive"},
+		{"tools:\n  webfetch: {max_download: [1]}\n",
+		 "tools.webfetch.max_download: expected a size"},
+		{"tools:\n  webfetch: {max_download: 2GiB}\n",
+		 "tools.webfetch.max_download: expected a positive number of bytes of at most 1073741824"},
+		{"tools:\n  webfetch: [allow_private]\n", "tools.webfetch: expected a mapping"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		char *err = parse_err(bad[i][0]);
+		if (!strstr(err, bad[i][1]))
+			fail_msg("%s: got '%s', want '%s'", bad[i][0], err, bad[i][1]);
+		free(err);
+	}
+}
+
 /* An unavailable tool leaves the registered list (never offered, never
  * counted by policy all) and tools.approval, and says why. */
 static void test_S9_unavailable_tool_leaves_registered(void **state)
@@ -1004,6 +1042,7 @@ int main(void)
 		cmocka_unit_test(test_S9_error_unknown_registered_tool),
 		cmocka_unit_test(test_S9_error_approval_tool_not_registered),
 		cmocka_unit_test(test_S9_tools_sandbox_keys),
+		cmocka_unit_test(test_S9_tools_webfetch_keys),
 		cmocka_unit_test(test_S9_unavailable_tool_leaves_registered),
 		cmocka_unit_test(test_S9_error_bad_configuration_name),
 		cmocka_unit_test(test_S9_error_configuration_named_ERROR_is_reserved),

@@ -668,6 +668,67 @@ static void test_D3_pattern_on_read_grants_nothing(void **st)
 	fx_free(&f);
 }
 
+/* D3: WebFetch(domain:HOST) (Claude Code's form) restricts webfetch to the
+ * host and its subdomains; the call's url is what is checked (R5). */
+static void test_D3_webfetch_domain_grant(void **st)
+{
+	(void)st;
+	struct sk sks[] = { { "web", "allowed-tools: [\"WebFetch(domain:example.com)\", "
+			      "\"WebFetch(domain:*.docs.org)\"]\n", TRUST_FIRST_PARTY, false, false } };
+	struct fx f;
+	fx_init(&f, sks, 1);
+	fx_attach(&f, "web", true);
+	struct resolution *r = fx_resolve(&f, NULL, 0);
+	assert_string_equal(file(r, "allowed-tools"),
+			    "webfetch(domain:*.docs.org)\nwebfetch(domain:example.com)\n");
+	assert_int_equal(r->grants.ndropped, 0);
+	const struct grant_tool *t = grants_find(&r->grants, "webfetch");
+	assert_non_null(t);
+	assert_false(t->unrestricted);
+	assert_int_equal(t->patterns.n, 2);
+	assert_true(grants_permits(&r->grants, "webfetch", "https://example.com/"));
+	assert_true(grants_permits(&r->grants, "webfetch", "http://docs.example.com/a?b"));
+	assert_true(grants_permits(&r->grants, "webfetch", "https://EXAMPLE.com:8443/x"));
+	assert_true(grants_permits(&r->grants, "webfetch", "https://api.docs.org/"));
+	assert_false(grants_permits(&r->grants, "webfetch", "https://docs.org/"));
+	assert_false(grants_permits(&r->grants, "webfetch", "https://evilexample.com/"));
+	assert_false(grants_permits(&r->grants, "webfetch", "https://example.com.evil.org/"));
+	assert_false(grants_permits(&r->grants, "webfetch", "https://evil.org/?example.com"));
+	assert_false(grants_permits(&r->grants, "webfetch", "https://example.com@evil.org/"));
+	assert_false(grants_permits(&r->grants, "webfetch", "file:///etc/passwd"));
+	assert_false(grants_permits(&r->grants, "webfetch", "example.com"));
+	assert_false(grants_permits(&r->grants, "webfetch", NULL));
+	assert_string_equal(grants_pattern_argument("webfetch"), "url");
+	assert_string_equal(grants_pattern_argument("Bash"), "command");
+	assert_string_equal(grants_pattern_argument("terminal"), "command");
+	assert_null(grants_pattern_argument("read"));
+	resolution_free(r);
+	fx_free(&f);
+}
+
+/* A webfetch pattern that is not domain:HOST grants nothing, warned. */
+static void test_D3_webfetch_other_pattern_grants_nothing(void **st)
+{
+	(void)st;
+	struct sk sks[] = { { "web", "allowed-tools: [\"WebFetch(example.com)\", "
+			      "\"WebFetch(domain:*)\", \"WebFetch(domain:a b)\", read]\n",
+			      TRUST_FIRST_PARTY, false, false } };
+	struct fx f;
+	fx_init(&f, sks, 1);
+	fx_attach(&f, "web", true);
+	struct resolution *r = fx_resolve(&f, NULL, 0);
+	assert_false(grants_has(&r->grants, "webfetch"));
+	assert_string_equal(file(r, "allowed-tools"), "read\n");
+	assert_int_equal(r->grants.ndropped, 3);
+	assert_true(has_warning(&r->grants.warnings, "'WebFetch(example.com)' grants nothing: "
+				"not a domain pattern: expected domain:HOST"));
+	assert_true(has_warning(&r->grants.warnings, "'WebFetch(domain:*)' grants nothing: "
+				"empty domain pattern"));
+	assert_true(has_warning(&r->grants.warnings, "'WebFetch(domain:a b)' grants nothing"));
+	resolution_free(r);
+	fx_free(&f);
+}
+
 /* D3: a pattern admits commands whose words begin with its words, split
  * without a shell; characters are never compared as a string prefix. */
 static void test_D3_pattern_matches_words_not_characters(void **st)
@@ -1015,6 +1076,33 @@ static void test_R7_prefix_patterns_intersect_to_longer(void **st)
 	assert_int_equal(out.n, 0);
 	assert_false(grants_permits(&out, "bash", "make"));
 	assert_true(has_warning(&out.warnings, "tool 'bash' removed"));
+	grants_free(&out);
+	grants_free(&s);
+	grants_free(&n);
+}
+
+/* R7: domain patterns intersect by subdomain: the narrower one stays. */
+static void test_R7_domain_patterns_intersect_by_subdomain(void **st)
+{
+	(void)st;
+	const char *sp[] = { "domain:example.com" },
+		   *np[] = { "domain:docs.example.com", "domain:other.org",
+			     "domain:evilexample.com" };
+	struct grants s, n, out;
+	one_tool(&s, "webfetch", sp, 1);
+	one_tool(&n, "webfetch", np, 3);
+	assert_int_equal(grants_intersect(&s, &n, &out), 0);
+	assert_int_equal(out.n, 1);
+	assert_int_equal(out.tools[0].patterns.n, 1);
+	assert_string_equal(out.tools[0].patterns.items[0], "domain:docs.example.com");
+	assert_true(grants_permits(&out, "webfetch", "https://docs.example.com/"));
+	assert_false(grants_permits(&out, "webfetch", "https://example.com/"));
+	assert_false(grants_permits(&out, "webfetch", "https://other.org/"));
+	grants_free(&out);
+	/* the same either way round */
+	assert_int_equal(grants_intersect(&n, &s, &out), 0);
+	assert_int_equal(out.tools[0].patterns.n, 1);
+	assert_string_equal(out.tools[0].patterns.items[0], "domain:docs.example.com");
 	grants_free(&out);
 	grants_free(&s);
 	grants_free(&n);
@@ -1445,6 +1533,8 @@ int main(void)
 		cmocka_unit_test(test_D3_bash_pattern_grant),
 		cmocka_unit_test(test_D3_patterned_and_unpatterned_is_unrestricted),
 		cmocka_unit_test(test_D3_pattern_on_read_grants_nothing),
+		cmocka_unit_test(test_D3_webfetch_domain_grant),
+		cmocka_unit_test(test_D3_webfetch_other_pattern_grants_nothing),
 		cmocka_unit_test(test_D3_pattern_matches_words_not_characters),
 		cmocka_unit_test(test_D3_empty_pattern_grants_nothing),
 		cmocka_unit_test(test_D3_unsplittable_pattern_grants_nothing),
@@ -1456,6 +1546,7 @@ int main(void)
 		cmocka_unit_test(test_R8_no_stored_list_uses_now),
 		cmocka_unit_test(test_R7_patterned_now_narrows_unrestricted_stored),
 		cmocka_unit_test(test_R7_prefix_patterns_intersect_to_longer),
+		cmocka_unit_test(test_R7_domain_patterns_intersect_by_subdomain),
 		cmocka_unit_test(test_R7_patterns_intersect_word_wise),
 		cmocka_unit_test(test_R6_grants_json_round_trip),
 		cmocka_unit_test(test_R6_malformed_stored_json_is_an_error),

@@ -550,6 +550,12 @@ static void test_D3_bash_pattern_items(void **st)
 	assert_string_equal(g.raw, " WebFetch ");
 	free(g.tool), free(g.pattern), free(g.raw);
 
+	/* Claude Code's WebFetch(domain:HOST): the pattern keeps "domain:". */
+	assert_int_equal(tool_grant_parse("WebFetch(domain:docs.example.com)", &g), 0);
+	assert_string_equal(g.tool, "webfetch");
+	assert_string_equal(g.pattern, "domain:docs.example.com");
+	free(g.tool), free(g.pattern), free(g.raw);
+
 	/* Parentheses always restrict: an empty pattern is not "any". */
 	assert_int_equal(tool_grant_parse("Bash(*)", &g), 0);
 	assert_string_equal(g.tool, "bash");

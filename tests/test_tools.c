@@ -202,7 +202,7 @@ static const struct {
 	{"read", {"path"}, {"offset", "limit"}},
 	{"write", {"path", "content"}, {0}},
 	{"edit", {"path", "old_string", "new_string"}, {"replace_all"}},
-	{"webfetch", {"url"}, {0}},
+	{"webfetch", {"url"}, {"method"}},
 	{"run_skill", {"name"}, {"arguments"}},
 	{"learn_skill", {"name", "description", "body"}, {"allowed_tools", "files"}},
 	{"ask_user", {"question"}, {0}},
@@ -355,8 +355,8 @@ static void test_schemas_pick_equals_parsing(void **state)
 static void test_sec7_unavailable_tools_give_error_result(void **state)
 {
 	struct fx *f = *state;
-	const char *na[] = {"python", "terminal", "webfetch"};
-	for (size_t i = 0; i < 3; i++) {
+	const char *na[] = {"python", "terminal"};
+	for (size_t i = 0; i < 2; i++) {
 		struct tool_result r = run(f, na[i], "{}");
 		char want[128];
 		snprintf(want, sizeof want,
@@ -846,7 +846,7 @@ static double now_s(void)
 static void test_sec7_bash_timeout_kills_command(void **state)
 {
 	struct fx *f = *state;
-	f->ctx.timeout_ms = 300;
+	f->ctx.timeout_ms = 1500; /* the sandbox starts within it, even on a loaded machine */
 	double t0 = now_s();
 	struct tool_result r = run_kv(f, "bash", "command",
 				      "echo started; sleep 20; echo never",
@@ -856,7 +856,7 @@ static void test_sec7_bash_timeout_kills_command(void **state)
 	assert_true(r.is_error);
 	assert_non_null(strstr(r.text, "started\n"));
 	assert_null(strstr(r.text, "never"));
-	assert_non_null(strstr(r.text, "[timed out after 300 ms; the command "
+	assert_non_null(strstr(r.text, "[timed out after 1500 ms; the command "
 					"was killed]"));
 	tool_result_free(&r);
 }

@@ -75,9 +75,19 @@ static const struct tool_def defs[] = {
 	     "\"path\", \"content\""),
 	 IMPL_HERE, tool_write, false},
 	{"webfetch",
-	 "Fetch an http or https URL and return its content as text.",
-	 OBJ("\"url\": " STR("The URL to fetch."), "\"url\""),
-	 IMPL_UNAVAILABLE, NULL, false},
+	 "Fetch an http or https URL (GET, or HEAD for the response headers "
+	 "only). The result starts with a line \"HTTP <status> <final URL>\", "
+	 "then the content as text: HTML reduced to readable text, other text "
+	 "types as they are, other types summarised by type and size. "
+	 "Redirects are followed (at most 5); the text, the download and the "
+	 "time are capped, and a truncated result says so. Private, loopback "
+	 "and link-local addresses are refused unless the configuration "
+	 "allows them; this run may be limited to some hosts.",
+	 OBJ("\"url\": " STR("The absolute http or https URL to fetch.") ", "
+	     "\"method\": {\"type\": \"string\", \"enum\": [\"GET\", \"HEAD\"], "
+	     "\"description\": \"GET (the default) or HEAD.\"}",
+	     "\"url\""),
+	 IMPL_HERE, tool_webfetch, false},
 	{"python",
 	 "Run Python code in the run's workspace and return its output.",
 	 OBJ("\"code\": " STR("The Python program to run."), "\"code\""),

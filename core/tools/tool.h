@@ -32,6 +32,7 @@ void tool_read(struct call *c, json_t *args);
 void tool_write(struct call *c, json_t *args);
 void tool_edit(struct call *c, json_t *args);
 void tool_learn_skill(struct call *c, json_t *args);
+void tool_webfetch(struct call *c, json_t *args);
 
 /* Appends to the result (out of memory sets c->oom). */
 void tool_put(struct call *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -54,6 +54,7 @@ struct catalog;
 struct config;
 struct grants;
 struct sandbox;
+struct webfetch_config;
 
 struct tool_ctx {
 	const char *workspace; /* absolute path; created when missing */
@@ -63,10 +64,17 @@ struct tool_ctx {
 	/* The call is admitted by a command pattern only (D3): bash runs its
 	 * command split into argv, without a shell. */
 	bool argv_only;
-	int timeout_ms;        /* process tools; <= 0: TOOLS_DEFAULT_TIMEOUT_MS */
+	int timeout_ms;        /* process tools and webfetch; <= 0:
+	                          TOOLS_DEFAULT_TIMEOUT_MS */
 	size_t output_max;     /* process tools; 0: TOOLS_DEFAULT_OUTPUT_MAX */
-	/* Optional: polled while a process tool runs; returning true kills
-	 * it (e.g. the run was cancelled). */
+	/* webfetch: tools.webfetch (NULL: the defaults, private addresses
+	 * refused) and, when its grant is restricted to domain patterns
+	 * (WebFetch(domain:HOST)), those patterns: the host of the URL and of
+	 * every redirect must match one (NULL: any host). */
+	const struct webfetch_config *webfetch;
+	const struct strlist *domains;
+	/* Optional: polled while a process tool or webfetch runs; returning
+	 * true stops it (e.g. the run was cancelled). */
 	bool (*cancel)(void *arg);
 	void *cancel_arg;
 	/* learn_skill: the calling run's allow-list (the new skill's
