@@ -18,6 +18,10 @@
 #define CONFIG_DEFAULT_TOOL_TIMEOUT 60          /* seconds, process tools */
 #define CONFIG_DEFAULT_TOOL_OUTPUT (64L * 1024) /* bytes, process tools */
 #define CONFIG_DEFAULT_TOOLS_USER "nobody"
+/* tools.terminal.commands when the file gives none (space-separated). */
+#define CONFIG_DEFAULT_TERMINAL_COMMANDS "ls cat head tail wc grep find sort diff git"
+/* At most this many programs in tools.terminal.commands. */
+#define CONFIG_TERMINAL_COMMANDS_MAX 64
 /* runs.budget (see struct run_budget) */
 #define CONFIG_DEFAULT_BUDGET_MODEL_CALLS 200
 #define CONFIG_DEFAULT_BUDGET_TOOL_CALLS_PER_TURN 32
@@ -88,6 +92,10 @@ struct tools_config {
 	struct strlist env;    /* tools.env as "NAME=value", for tool processes */
 	struct tool_limit *limits;
 	size_t nlimits;
+	/* tools.terminal.commands: the programs the terminal tool may start,
+	 * bare names in the order given (CONFIG_DEFAULT_TERMINAL_COMMANDS
+	 * unless the file says otherwise; may be empty). */
+	struct strlist terminal_commands;
 	/* Filled by whoever probes the machine (the engine, skillfs check):
 	 * registered tools that cannot work here, moved out of
 	 * registered_tools, each with the reason at the same index. */

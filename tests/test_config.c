@@ -118,10 +118,11 @@ static bool has_warning(const struct config *c, const char *needle)
 static void assert_builtin_tools(const struct strlist *l)
 {
 	static const char *const want[] = {"bash", "python", "terminal", "read",
-		"write", "edit", "webfetch", "run_skill", "learn_skill", "ask_user"};
-	assert_int_equal(l->n, 10);
-	assert_int_equal(config_builtin_tools_n, 10);
-	for (size_t i = 0; i < 10; i++) {
+		"write", "edit", "glob", "grep", "webfetch", "run_skill", "learn_skill",
+		"ask_user"};
+	assert_int_equal(l->n, 12);
+	assert_int_equal(config_builtin_tools_n, 12);
+	for (size_t i = 0; i < 12; i++) {
 		assert_string_equal(l->items[i], want[i]);
 		assert_string_equal(config_builtin_tools[i], want[i]);
 	}
