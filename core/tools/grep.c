@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <regex.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -193,16 +194,27 @@ void tool_grep(struct call *c, json_t *args)
 				  msg);
 		return;
 	}
+	/* A glob without '/' names files at any depth, as grep --include
+	 * does: "*.c" is taken as a "**" part followed by "*.c". */
 	struct globpat only = {0};
-	const char *why;
-	if (only_text && globpat_parse(&only, only_text, &why) < 0) {
+	const char *why = NULL;
+	char *anywhere = NULL;
+	if (only_text && !strchr(only_text, '/') &&
+	    asprintf(&anywhere, "**/%s", only_text) < 0) {
+		c->oom = true;
+		regfree(&re);
+		return;
+	}
+	if (only_text && globpat_parse(&only, anywhere ? anywhere : only_text, &why) < 0) {
 		if (why)
 			tool_fail(c, "glob: %s", why);
 		else
 			c->oom = true;
+		free(anywhere);
 		regfree(&re);
 		return;
 	}
+	free(anywhere);
 	struct workspace ws;
 	struct buf err = {0};
 	struct grep_walk w = {.c = c, .only = only_text ? &only : NULL};

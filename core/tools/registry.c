@@ -96,8 +96,9 @@ static const struct tool_def defs[] = {
 	 OBJ("\"pattern\": " STR("The regular expression (POSIX extended).") ", "
 	     "\"path\": " STR("A directory to search, or one file, relative to the "
 			      "workspace (default: the whole workspace).") ", "
-	     "\"glob\": " STR("Only files whose path relative to path matches this "
-			      "glob pattern (as for the glob tool), e.g. **/*.c") ", "
+	     "\"glob\": " STR("Only the files matching this glob pattern (as for the "
+			      "glob tool, relative to path; one without '/' matches "
+			      "file names at any depth), e.g. *.c or src/**/*.h") ", "
 	     "\"ignore_case\": {\"type\": \"boolean\", \"description\": "
 	     "\"Match without regard to case (default false).\"}",
 	     "\"pattern\""),
