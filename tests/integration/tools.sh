@@ -101,6 +101,31 @@ test_tools_file_lists_them_available() {
 	! grep -Eq '^(glob|grep|terminal|python) ' "$MNT/tools" || fail "tools: $(cat "$MNT/tools")"
 }
 
+# R13: a sub-agent's default tools include python when the python tool can
+# run, which depends on the sandbox's PATH, not the daemon's: a daemon whose
+# own PATH has no python3 still offers it.
+test_subagent_default_tools_follow_the_sandbox_path() {
+	in_sandbox_path python3 || { echo "  (no python3 in the sandbox's PATH: skipped)"; return 0; }
+	# bwrap named by its path (the tools' user must reach it), and a PATH
+	# for the daemon with fusermount only.
+	write_config ", sandbox_program: $(command -v bwrap)"
+	local bin=$T/daemon-bin p
+	mkdir -p "$bin"
+	for p in fusermount3 fusermount; do
+		command -v "$p" >/dev/null && ln -sf "$(command -v "$p")" "$bin/$p"
+	done
+	# The daemon alone gets that PATH (the wrapper execs it, same pid).
+	printf '#!/bin/sh\nPATH=%s exec %s "$@"\n' "$bin" "$SKILLFS" >"$T/skillfs-path"
+	chmod +x "$T/skillfs-path"
+	local real=$SKILLFS
+	SKILLFS=$T/skillfs-path start_with
+	local rc=$?
+	SKILLFS=$real
+	[ $rc = 0 ] || return
+	grep -q '^tools: .*python' "$MNT/skills/free/mode" || fail "mode: $(cat "$MNT/skills/free/mode")"
+	grep -qx python "$MNT/tools" || fail "tools: $(cat "$MNT/tools")"
+}
+
 test_python_computes_from_a_workspace_file() {
 	in_sandbox_path python3 || { echo "  (no python3 in the sandbox's PATH: skipped)"; return 0; }
 	write_config ""
