@@ -1,7 +1,9 @@
 /* Tests for the tool registry and the workspace tools (DESIGN.md section 7:
  * "file tools cannot reach outside it (no `..`, no symlink escapes); process
  * tools run with a timeout, output cap, rlimits, a scrubbed environment, in
- * their own process group"). */
+ * their own process group"), and of the tools that do real work (python,
+ * terminal, glob, grep). One file: every tool's tests share one fixture (a
+ * temporary workspace and this machine's sandbox, probed once). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
