@@ -694,10 +694,30 @@ static int result_set(struct agent *a, struct call_result *r, bool is_error,
 	return rc < 0 ? oom(a) : STEP_OK;
 }
 
+/* The strings of a JSON array as a NULL-terminated array (borrowed from
+ * it); when an item is not a string the array is empty, which a tool
+ * restricted to patterns refuses. NULL on ENOMEM. */
+static const char **json_words(json_t *arr)
+{
+	size_t n = json_array_size(arr);
+	const char **w = calloc(n + 1, sizeof *w);
+	if (!w)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		w[i] = json_string_value(json_array_get(arr, i));
+		if (!w[i]) {
+			w[0] = NULL;
+			break;
+		}
+	}
+	return w;
+}
+
 /* R5, second enforcement: the tool is one of the chat's tools and the
- * run's allow-list permits this very call (D3 patterns). */
-static bool chat_permits(const struct chat *c, const char *tool,
-			 const char *command, const char **reason)
+ * run's allow-list permits this very call (D3 patterns): its command, or
+ * its words when given as an array (argv, the terminal tool). */
+static bool chat_permits(const struct chat *c, const char *tool, const char *command,
+			 const char *const *argv, const char **reason)
 {
 	const struct grants *g = c->a->env->allow;
 	if (!strlist_has(&c->tools, tool) || !grants_has(g, tool)) {
@@ -706,7 +726,7 @@ static bool chat_permits(const struct chat *c, const char *tool,
 				  : "it is not one of this sub-agent's tools";
 		return false;
 	}
-	if (!grants_permits(g, tool, command)) {
+	if (argv ? !grants_permits_argv(g, tool, argv) : !grants_permits(g, tool, command)) {
 		*reason = "the command is not admitted by the patterns this run "
 			  "grants for it";
 		return false;
@@ -943,12 +963,20 @@ static int handle_call(struct chat *c, size_t ai, size_t k)
 	}
 	/* What the tool's patterns check: bash's command, webfetch's url. */
 	const char *command = NULL;
-	if (json_is_object(args) && grants_tool_has_patterns(tool))
-		command = json_string_value(json_object_get(args,
-							    grants_pattern_argument(tool)));
+	const char **argv = NULL; /* the command given as words (borrowed) */
+	if (json_is_object(args) && grants_tool_has_patterns(tool)) {
+		json_t *cmd = json_object_get(args, grants_pattern_argument(tool));
+		command = json_string_value(cmd);
+		if (json_is_array(cmd) && !(argv = json_words(cmd))) {
+			rc = oom(a);
+			goto out;
+		}
+	}
 
 	const char *reason;
-	bool permitted = chat_permits(c, tool, command, &reason);
+	bool permitted = chat_permits(c, tool, command, argv, &reason);
+	free(argv);
+	argv = NULL;
 	bool approved = true;
 	/* The steps that may pause the run come before anything is logged, so
 	 * a call that waits is logged once, when it is answered. */

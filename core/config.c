@@ -47,7 +47,7 @@
 #define CONFIG_NAME_MAX 64
 
 const char *const config_builtin_tools[] = {
-	"bash", "python", "terminal", "read", "write", "edit",
+	"bash", "python", "terminal", "read", "write", "edit", "glob", "grep",
 	"webfetch", "run_skill", "learn_skill", "ask_user",
 };
 const size_t config_builtin_tools_n =
@@ -338,7 +338,7 @@ static int get_fields(struct ctx *x, const yaml_node_t *n, const char *key,
 		out[i] = NULL;
 	if (n->type != YAML_MAPPING_NODE)
 		return fail(x, n, key, "expected a mapping, got %s", node_kind(n));
-	bool seen[16] = {false}; /* every caller names at most 8 keys */
+	bool seen[16] = {false}; /* every caller names at most 10 keys */
 	if (nnames > sizeof seen / sizeof *seen)
 		return fail(x, n, key, "internal error: too many keys");
 	for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
@@ -760,13 +760,68 @@ static int parse_tool_webfetch(struct ctx *x, const yaml_node_t *n)
 	return 0;
 }
 
+/* Whether name can be a program of tools.terminal.commands: a bare file
+ * name (no '/', no leading '-' or '.') of letters, digits and . _ + -. */
+static bool terminal_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > 64 || name[0] == '-' || name[0] == '.')
+		return false;
+	for (const char *q = name; *q; q++)
+		if (!isalnum((unsigned char)*q) && !strchr("._+-", *q))
+			return false;
+	return true;
+}
+
+/* tools.terminal: {commands: [program, ...]}: the programs the terminal
+ * tool may start (replacing the default list); a repeated one is kept once
+ * with a warning. */
+static int parse_tool_terminal(struct ctx *x, const yaml_node_t *n)
+{
+	static const char *const names[] = {"commands"};
+	const char *key = "tools.terminal.commands";
+	yaml_node_t *f[1];
+	char k[KEY_MAX];
+	struct strlist *out = &x->c->tools.terminal_commands;
+	if (get_fields(x, n, "tools.terminal", names, 1, f) < 0)
+		return -1;
+	if (!f[0])
+		return 0;
+	if (want_seq(x, f[0], key) < 0)
+		return -1;
+	strlist_free(out);
+	if (seq_len(f[0]) > CONFIG_TERMINAL_COMMANDS_MAX)
+		return fail(x, f[0], key, "at most %d programs", CONFIG_TERMINAL_COMMANDS_MAX);
+	for (size_t i = 0; i < seq_len(f[0]); i++) {
+		yaml_node_t *item = seq_item(x, f[0], i);
+		const char *s;
+		if (!item)
+			return fail(x, f[0], key, "malformed list");
+		key_index(k, key, i);
+		if (get_str(x, item, k, false, &s) < 0)
+			return -1;
+		if (!terminal_name_ok(s))
+			return fail(x, item, k, "'%.64s' is not a program name: give a bare name "
+				    "(letters, digits, . _ + -; no '/'), which is looked up on "
+				    "the sandbox's PATH", s);
+		if (strlist_has(out, s)) {
+			if (warn(x, item, "%s: '%s' listed twice", k, s) < 0)
+				return -1;
+		} else if (strlist_add(out, s) < 0) {
+			return fail_oom(x);
+		}
+	}
+	return 0;
+}
+
 static int parse_tools(struct ctx *x, const yaml_node_t *n)
 {
 	static const char *const names[] = {"registered", "approval", "sandbox",
-		"sandbox_program", "network", "user", "env", "limits", "webfetch"};
-	yaml_node_t *f[9];
+		"sandbox_program", "network", "user", "env", "limits", "webfetch", "terminal"};
+	enum { NF = sizeof names / sizeof *names };
+	yaml_node_t *f[NF];
 	struct config *c = x->c;
-	if (get_fields(x, n, "tools", names, 9, f) < 0)
+	if (get_fields(x, n, "tools", names, NF, f) < 0)
 		return -1;
 	if (f[0]) {
 		strlist_free(&c->registered_tools);
@@ -806,7 +861,8 @@ static int parse_tools(struct ctx *x, const yaml_node_t *n)
 		return -1;
 	if ((f[6] && each_pair(x, f[6], "tools.env", "variable to value", env_entry, NULL) < 0) ||
 	    (f[7] && each_pair(x, f[7], "tools.limits", "tool to limits", limit_entry, NULL) < 0) ||
-	    (f[8] && parse_tool_webfetch(x, f[8]) < 0))
+	    (f[8] && parse_tool_webfetch(x, f[8]) < 0) ||
+	    (f[9] && parse_tool_terminal(x, f[9]) < 0))
 		return -1;
 	return 0;
 }
@@ -1092,6 +1148,19 @@ static int parse_root(struct ctx *x, const yaml_node_t *root)
 	return 0;
 }
 
+static int set_default_terminal(struct config *c)
+{
+	const char *s = CONFIG_DEFAULT_TERMINAL_COMMANDS;
+	while (*s) {
+		size_t len = strcspn(s, " ");
+		if (strlist_addf(&c->tools.terminal_commands, "%.*s", (int)len, s) < 0)
+			return -1;
+		s += len;
+		s += strspn(s, " ");
+	}
+	return 0;
+}
+
 /* A config with every default and no sources or configurations. */
 static struct config *config_new(void)
 {
@@ -1115,7 +1184,8 @@ static struct config *config_new(void)
 	};
 	c->model.timeout = CONFIG_DEFAULT_MODEL_TIMEOUT;
 	c->model.provider = strdup("echo");
-	if (!c->model.provider || set_builtin_tools(c) < 0) {
+	if (!c->model.provider || set_builtin_tools(c) < 0 ||
+	    set_default_terminal(c) < 0) {
 		config_free(c);
 		return NULL;
 	}
@@ -1464,6 +1534,7 @@ void config_free(struct config *c)
 	free(c->tools.sandbox_program);
 	free(c->tools.user);
 	strlist_free(&c->tools.env);
+	strlist_free(&c->tools.terminal_commands);
 	for (size_t i = 0; i < c->tools.nlimits; i++)
 		free(c->tools.limits[i].tool);
 	free(c->tools.limits);

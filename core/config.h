@@ -20,6 +20,10 @@
 #define CONFIG_DEFAULT_TOOLS_USER "nobody"
 #define CONFIG_DEFAULT_WEBFETCH_TEXT ((uint64_t)1 << 20)      /* bytes */
 #define CONFIG_DEFAULT_WEBFETCH_DOWNLOAD ((uint64_t)10 << 20) /* bytes */
+/* tools.terminal.commands when the file gives none (space-separated). */
+#define CONFIG_DEFAULT_TERMINAL_COMMANDS "ls cat head tail wc grep find sort diff git"
+/* At most this many programs in tools.terminal.commands. */
+#define CONFIG_TERMINAL_COMMANDS_MAX 64
 /* runs.budget (see struct run_budget) */
 #define CONFIG_DEFAULT_BUDGET_MODEL_CALLS 200
 #define CONFIG_DEFAULT_BUDGET_TOOL_CALLS_PER_TURN 32
@@ -99,6 +103,10 @@ struct tools_config {
 	struct tool_limit *limits;
 	size_t nlimits;
 	struct webfetch_config webfetch; /* tools.webfetch */
+	/* tools.terminal.commands: the programs the terminal tool may start,
+	 * bare names in the order given (CONFIG_DEFAULT_TERMINAL_COMMANDS
+	 * unless the file says otherwise; may be empty). */
+	struct strlist terminal_commands;
 	/* Filled by whoever probes the machine (the engine, skillfs check):
 	 * registered tools that cannot work here, moved out of
 	 * registered_tools, each with the reason at the same index. */

@@ -16,7 +16,6 @@
 #include "buf.h"
 #include "json_text.h"
 #include "mode.h"
-#include "proc.h"
 #include "resolution.h"
 #include "sandbox.h"
 #include "tools.h"
@@ -66,7 +65,6 @@ struct engine {
 	struct snapshot *current;
 	uint64_t generation;
 	uint64_t resolutions_built;
-	bool have_python;         /* a python interpreter exists (R13) */
 	struct runs *runs;        /* attached by runs_attach, or NULL */
 
 	/* watcher */
@@ -206,7 +204,9 @@ static struct snapshot *snapshot_new(struct engine *e, struct shared_config *sc,
 	pthread_mutex_init(&s->lock, NULL);
 	clock_gettime(CLOCK_REALTIME, &s->built);
 	s->resolutions_built = &e->resolutions_built;
-	s->have_python = e->have_python;
+	/* R13: python is in the default sub-agent set when the python tool
+	 * can run (python3 in the sandbox's PATH, a usable sandbox). */
+	s->have_python = tools_unavailable_why("python", &sc->sandbox) == NULL;
 	s->engine = e;
 	s->catalog = catalog_build(sc->c, prev, &e->opt.limits, dirty);
 	if (config_error)
@@ -265,9 +265,6 @@ struct engine *engine_open(const struct engine_options *opt, char **err)
 		if (strlist_add_owned(&e->dirs, abs) < 0)
 			goto fail;
 	}
-	char *python = proc_find_program("python3", NULL);
-	e->have_python = python != NULL;
-	free(python);
 	e->opt.config_path = e->config_given;
 	e->opt.dirs = NULL;
 	e->opt.ndirs = 0;

@@ -54,7 +54,8 @@ struct snapshot {
 	char *tools_text;
 	size_t tools_len;
 	uint64_t *resolutions_built; /* engine counter, for the benchmark */
-	bool have_python;           /* for the sub-agent tool set (R13) */
+	bool have_python;           /* the python tool can run: python3 in the
+	                               sandbox's PATH (R13 sub-agent set) */
 	struct engine *engine;      /* the engine it came from */
 };
 

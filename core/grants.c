@@ -518,6 +518,15 @@ static bool url_permitted(const struct strlist *patterns, const char *url)
 	return ok;
 }
 
+/* Whether the split command argv is admitted by one of t's patterns. */
+static bool tool_admits(const struct grant_tool *t, const struct strlist *argv)
+{
+	bool ok = false;
+	for (size_t i = 0; i < t->patterns.n && !ok; i++)
+		ok = pattern_admits(t->patterns.items[i], argv);
+	return ok;
+}
+
 bool grants_permits(const struct grants *g, const char *tool,
 		    const char *command)
 {
@@ -531,11 +540,26 @@ bool grants_permits(const struct grants *g, const char *tool,
 	struct strlist argv = {0};
 	if (!command || cmdline_split(command, &argv, NULL) < 0)
 		return false;
-	bool ok = false;
-	for (size_t i = 0; i < t->patterns.n && !ok; i++)
-		ok = pattern_admits(t->patterns.items[i], &argv);
+	bool ok = tool_admits(t, &argv);
 	strlist_free(&argv);
 	return ok;
+}
+
+bool grants_permits_argv(const struct grants *g, const char *tool,
+			 const char *const *argv)
+{
+	const struct grant_tool *t = grants_find(g, tool);
+	if (!t)
+		return false;
+	if (t->unrestricted)
+		return true;
+	if (!argv || !argv[0])
+		return false;
+	/* A view of argv, never changed nor freed. */
+	struct strlist words = {.items = (char **)argv};
+	while (argv[words.n])
+		words.n++;
+	return tool_admits(t, &words);
 }
 
 static int tool_copy(struct grants *dst, const struct grant_tool *src)

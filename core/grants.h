@@ -128,6 +128,13 @@ bool grants_tool_pattern_covers(const char *tool, const char *outer,
 bool grants_permits(const struct grants *g, const char *tool,
 		    const char *command);
 
+/* grants_permits for a command given as its words (argv, NULL-terminated;
+ * NULL is refused when the tool is restricted), as the terminal tool takes
+ * an array: the words must begin with the words of one of the tool's
+ * patterns, compared exactly, with nothing split or joined. */
+bool grants_permits_argv(const struct grants *g, const char *tool,
+			 const char *const *argv);
+
 /* R7/R8: *out = stored ∩ now. A NULL stored (a run written before lists
  * were stored) yields a copy of now. The result never holds a tool or a
  * pattern absent from either side: a tool narrowed to patterns on one side

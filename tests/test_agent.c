@@ -1855,6 +1855,37 @@ static void test_budget_stored_bytes_refuse_the_first_messages(void **state)
 	assert_int_equal(json_array_size(f->script->requests), 0);
 }
 
+/* Terminal(ls:*) admits ls given as a string or as words, and nothing
+ * else: the words are checked as they are given (never joined). */
+static void test_D3_patterned_terminal_checks_words(void **state)
+{
+	struct fx *f = *state;
+	add_skill(f, "lister", "---\nname: lister\ndescription: d\n"
+			       "allowed-tools: Terminal(ls:*)\n---\nb\n");
+	load(f);
+	script(f, call("c1", "terminal", "{\"command\": [\"ls\", \"-a\"]}"));
+	script(f, call("c2", "terminal", "{\"command\": \"ls -a\"}"));
+	script(f, call("c3", "terminal", "{\"command\": [\"rm\", \"-rf\", \".\"]}"));
+	script(f, call("c4", "terminal", "{\"command\": [\"ls -a\"]}"));
+	script(f, call("c5", "terminal", "{\"command\": [\"ls\", 3]}"));
+	script(f, say("ok"));
+	start_run(f, "r3t", "list");
+
+	assert_int_equal(agent_run(&f->env, "r3t"), AGENT_COMPLETED);
+	json_t *m = messages(f, "r3t", AGENT_MAIN_CHAT);
+	assert_int_equal(json_array_size(m), 13);
+	for (size_t i = 3; i <= 5; i += 2) {
+		const char *res = msg_field(m, i, "content");
+		if (sandbox_usable(&box))
+			assert_non_null(strstr(res, ".\n..\n"));
+		assert_null(strstr(res, "not admitted"));
+	}
+	for (size_t i = 7; i <= 11; i += 2)
+		assert_non_null(strstr(msg_field(m, i, "content"), "not admitted by the patterns"));
+	json_decref(m);
+	assert_int_equal(count_events(f, "r3t", "tool_denied"), 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1863,6 +1894,7 @@ int main(void)
 		T(test_R5_tool_not_offered_is_denied_and_logged),
 		T(test_D3_webfetch_domain_grant_checks_the_url),
 		T(test_D3_patterned_bash_grant_enforced_at_execution),
+		T(test_D3_patterned_terminal_checks_words),
 		T(test_R3_empty_allow_list_is_one_plain_completion),
 		T(test_queued_run_starts_in_one_commit),
 		T(test_queued_run_that_cannot_start_fails),
@@ -1906,8 +1938,9 @@ int main(void)
 #undef T
 	};
 	struct tools_config tc = {0};
-	if (sandbox_probe(&tc, &box) < 0)
+	if (strlist_add(&tc.terminal_commands, "ls") < 0 || sandbox_probe(&tc, &box) < 0)
 		return 1;
+	strlist_free(&tc.terminal_commands);
 	if (!sandbox_usable(&box))
 		fprintf(stderr, "warning: no usable sandbox, bash calls fail: %s\n", box.why);
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "config.h"
 
 /* ---- helpers ---------------------------------------------------------- */
@@ -118,10 +119,11 @@ static bool has_warning(const struct config *c, const char *needle)
 static void assert_builtin_tools(const struct strlist *l)
 {
 	static const char *const want[] = {"bash", "python", "terminal", "read",
-		"write", "edit", "webfetch", "run_skill", "learn_skill", "ask_user"};
-	assert_int_equal(l->n, 10);
-	assert_int_equal(config_builtin_tools_n, 10);
-	for (size_t i = 0; i < 10; i++) {
+		"write", "edit", "glob", "grep", "webfetch", "run_skill", "learn_skill",
+		"ask_user"};
+	assert_int_equal(l->n, 12);
+	assert_int_equal(config_builtin_tools_n, 12);
+	for (size_t i = 0; i < 12; i++) {
 		assert_string_equal(l->items[i], want[i]);
 		assert_string_equal(config_builtin_tools[i], want[i]);
 	}
@@ -1020,6 +1022,55 @@ static void test_S9_unavailable_tool_leaves_registered(void **state)
 	config_free(c);
 }
 
+/* tools.terminal.commands: the terminal's programs, by default the
+ * documented list; bare names only. */
+static void test_tools_terminal_commands(void **state)
+{
+	(void)state;
+	struct config *c = parse_ok("tools: {}\n");
+	struct buf b = {0};
+	for (size_t i = 0; i < c->tools.terminal_commands.n; i++)
+		assert_int_equal(buf_printf(&b, "%s%s", i ? " " : "",
+					    c->tools.terminal_commands.items[i]), 0);
+	assert_string_equal(b.data, "ls cat head tail wc grep find sort diff git");
+	assert_string_equal(b.data, CONFIG_DEFAULT_TERMINAL_COMMANDS);
+	buf_free(&b);
+	config_free(c);
+	c = config_default(NULL, 0);
+	assert_int_equal(c->tools.terminal_commands.n, 10);
+	config_free(c);
+	c = parse_ok("tools:\n  terminal: {commands: [git, python3.11, g++, git]}\n");
+	assert_int_equal(c->tools.terminal_commands.n, 3);
+	assert_string_equal(c->tools.terminal_commands.items[0], "git");
+	assert_string_equal(c->tools.terminal_commands.items[1], "python3.11");
+	assert_string_equal(c->tools.terminal_commands.items[2], "g++");
+	assert_true(has_warning(c, "tools.terminal.commands[3]: 'git' listed twice"));
+	config_free(c);
+	c = parse_ok("tools:\n  terminal: {commands: []}\n");
+	assert_int_equal(c->tools.terminal_commands.n, 0);
+	config_free(c);
+	c = parse_ok("tools:\n  terminal: {}\n");
+	assert_int_equal(c->tools.terminal_commands.n, 10);
+	config_free(c);
+	const char *bad[][2] = {
+		{"tools:\n  terminal: {commands: [/bin/rm]}\n",
+		 "tools.terminal.commands[0]: '/bin/rm' is not a program name"},
+		{"tools:\n  terminal: {commands: [ls, 'a b']}\n",
+		 "tools.terminal.commands[1]: 'a b' is not a program name"},
+		{"tools:\n  terminal: {commands: ['-rf']}\n", "'-rf' is not a program name"},
+		{"tools:\n  terminal: {commands: ['..']}\n", "'..' is not a program name"},
+		{"tools:\n  terminal: {commands: ['']}\n", "expected a non-empty string"},
+		{"tools:\n  terminal: {commands: ls}\n", "tools.terminal.commands: expected a list"},
+		{"tools:\n  terminal: [ls]\n", "tools.terminal: expected a mapping"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		char *err = parse_err(bad[i][0]);
+		if (!strstr(err, bad[i][1]))
+			fail_msg("%s: got '%s', want '%s'", bad[i][0], err, bad[i][1]);
+		free(err);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest t[] = {
@@ -1043,6 +1094,7 @@ int main(void)
 		cmocka_unit_test(test_S9_error_approval_tool_not_registered),
 		cmocka_unit_test(test_S9_tools_sandbox_keys),
 		cmocka_unit_test(test_S9_tools_webfetch_keys),
+		cmocka_unit_test(test_tools_terminal_commands),
 		cmocka_unit_test(test_S9_unavailable_tool_leaves_registered),
 		cmocka_unit_test(test_S9_error_bad_configuration_name),
 		cmocka_unit_test(test_S9_error_configuration_named_ERROR_is_reserved),

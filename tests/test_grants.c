@@ -627,6 +627,54 @@ static void test_D3_bash_pattern_grant(void **st)
 	fx_free(&f);
 }
 
+/* A terminal command given as words is checked word by word: the words
+ * must begin with a pattern's words, compared exactly. */
+static void test_D3_terminal_pattern_checks_argv(void **st)
+{
+	(void)st;
+	struct sk sks[] = { { "log", "allowed-tools: [\"Terminal(git log:*)\"]\n", TRUST_FIRST_PARTY, false, false } };
+	struct fx f;
+	fx_init(&f, sks, 1);
+	fx_attach(&f, "log", true);
+	struct resolution *r = fx_resolve(&f, NULL, 0);
+	assert_string_equal(file(r, "allowed-tools"), "terminal(git log:*)\n");
+	const char *ok1[] = { "git", "log", NULL };
+	const char *ok2[] = { "git", "log", "--oneline", "-n", "3", NULL };
+	const char *ok3[] = { "git", "log", "; rm -rf /", NULL }; /* a word, no shell */
+	const char *no1[] = { "git", NULL };
+	const char *no2[] = { "git", "push", NULL };
+	const char *no3[] = { "git log", NULL };
+	const char *no4[] = { "git", "logx", NULL };
+	const char *no5[] = { "rm", "git", "log", NULL };
+	const char *none[] = { NULL };
+	assert_true(grants_permits_argv(&r->grants, "terminal", ok1));
+	assert_true(grants_permits_argv(&r->grants, "TERMINAL", ok2));
+	assert_true(grants_permits_argv(&r->grants, "terminal", ok3));
+	assert_false(grants_permits_argv(&r->grants, "terminal", no1));
+	assert_false(grants_permits_argv(&r->grants, "terminal", no2));
+	assert_false(grants_permits_argv(&r->grants, "terminal", no3));
+	assert_false(grants_permits_argv(&r->grants, "terminal", no4));
+	assert_false(grants_permits_argv(&r->grants, "terminal", no5));
+	assert_false(grants_permits_argv(&r->grants, "terminal", none));
+	assert_false(grants_permits_argv(&r->grants, "terminal", NULL));
+	assert_false(grants_permits_argv(&r->grants, "bash", ok1));
+	assert_false(grants_permits_argv(NULL, "terminal", ok1));
+	/* The string form splits the same way. */
+	assert_true(grants_permits(&r->grants, "terminal", "git log --oneline"));
+	assert_false(grants_permits(&r->grants, "terminal", "git push"));
+	resolution_free(r);
+	fx_free(&f);
+
+	/* Unrestricted: any words. */
+	struct sk free_sk[] = { { "t", "allowed-tools: [Terminal]\n", TRUST_FIRST_PARTY, false, false } };
+	fx_init(&f, free_sk, 1);
+	fx_attach(&f, "t", true);
+	r = fx_resolve(&f, NULL, 0);
+	assert_true(grants_permits_argv(&r->grants, "terminal", no2));
+	resolution_free(r);
+	fx_free(&f);
+}
+
 static void test_D3_patterned_and_unpatterned_is_unrestricted(void **st)
 {
 	(void)st;
@@ -1531,6 +1579,7 @@ int main(void)
 		cmocka_unit_test(test_D1_duplicate_allowed_tools_gives_no_tools),
 		cmocka_unit_test(test_D3_string_form_read_write),
 		cmocka_unit_test(test_D3_bash_pattern_grant),
+		cmocka_unit_test(test_D3_terminal_pattern_checks_argv),
 		cmocka_unit_test(test_D3_patterned_and_unpatterned_is_unrestricted),
 		cmocka_unit_test(test_D3_pattern_on_read_grants_nothing),
 		cmocka_unit_test(test_D3_webfetch_domain_grant),

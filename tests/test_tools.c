@@ -1,7 +1,9 @@
 /* Tests for the tool registry and the workspace tools (DESIGN.md section 7:
  * "file tools cannot reach outside it (no `..`, no symlink escapes); process
  * tools run with a timeout, output cap, rlimits, a scrubbed environment, in
- * their own process group"). */
+ * their own process group"), and of the tools that do real work (python,
+ * terminal, glob, grep). One file: every tool's tests share one fixture (a
+ * temporary workspace and this machine's sandbox, probed once). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,6 +26,7 @@
 #include "catalog.h"
 #include "config.h"
 #include "grants.h"
+#include "globpat.h"
 #include "sandbox.h"
 #include "skill.h"
 #include "strlist.h"
@@ -194,14 +197,16 @@ static void expect_error_has(struct tool_result *r, const char *part)
 static const struct {
 	const char *name;
 	const char *required[4];
-	const char *optional[3];
+	const char *optional[4];
 } expected_schemas[] = {
 	{"bash", {"command"}, {0}},
-	{"python", {"code"}, {0}},
+	{"python", {0}, {"code", "path", "args"}},
 	{"terminal", {"command"}, {0}},
 	{"read", {"path"}, {"offset", "limit"}},
 	{"write", {"path", "content"}, {0}},
 	{"edit", {"path", "old_string", "new_string"}, {"replace_all"}},
+	{"glob", {"pattern"}, {"path"}},
+	{"grep", {"pattern"}, {"path", "glob", "ignore_case"}},
 	{"webfetch", {"url"}, {"method"}},
 	{"run_skill", {"name"}, {"arguments"}},
 	{"learn_skill", {"name", "description", "body"}, {"allowed_tools", "files"}},
@@ -355,13 +360,15 @@ static void test_schemas_pick_equals_parsing(void **state)
 static void test_sec7_unavailable_tools_give_error_result(void **state)
 {
 	struct fx *f = *state;
-	const char *na[] = {"python", "terminal"};
-	for (size_t i = 0; i < 2; i++) {
-		struct tool_result r = run(f, na[i], "{}");
-		char want[128];
-		snprintf(want, sizeof want,
-			 "tool '%s' is not available in this version", na[i]);
-		expect_error(&r, want);
+	/* No built-in tool is a stub any more (issue "Tools that do real
+	 * work", item 9): none answers "not available in this version". */
+	for (size_t i = 0; tools_builtin[i]; i++) {
+		struct tool_result r = run(f, tools_builtin[i], "{}");
+		assert_null(strstr(r.text, "not available in this version"));
+		assert_null(strstr(r.text, "not implemented"));
+		tool_result_free(&r);
+		const char *why = tools_unavailable_why(tools_builtin[i], &box);
+		assert_true(!why || !strstr(why, "not implemented"));
 	}
 	struct tool_result r = run(f, "run_skill", "{\"name\": \"x\"}");
 	expect_error_has(&r, "handled by the engine");
@@ -1528,6 +1535,528 @@ static void test_sec7_learn_skill_writes_the_skill_atomically(void **state)
 	learn_free(&l);
 }
 
+/* ---- python (issue: tools that do real work) ---- */
+
+static void test_python_arguments_are_checked(void **state)
+{
+	struct fx *f = *state;
+	make_ws(f);
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s/sub", f->ws);
+	assert_int_equal(mkdir(p, 0755), 0);
+	put_file(f->tmp, "outside.py", "print('outside')\n");
+	struct tool_result r = run(f, "python", "{}");
+	expect_error(&r, "python: give exactly one of 'code' (a program to run) and "
+			 "'path' (a Python file in the workspace)");
+	r = run(f, "python", "{\"code\": \"print(1)\", \"path\": \"a.py\"}");
+	expect_error_has(&r, "give exactly one of 'code'");
+	r = run(f, "python", "{\"code\": 5}");
+	expect_error(&r, "python: argument 'code' must be a string");
+	r = run(f, "python", "{\"code\": \"print(1)\", \"args\": \"a b\"}");
+	expect_error(&r, "python: argument 'args' must be an array of strings");
+	r = run(f, "python", "{\"code\": \"print(1)\", \"args\": [\"a\", 2]}");
+	expect_error(&r, "python: argument 'args': item 2 is not a string");
+	r = run(f, "python", "{\"path\": \"a\\u0000b.py\"}");
+	expect_error(&r, "python: argument 'path' contains a NUL character");
+	r = run(f, "python", "{\"path\": \"../outside.py\"}");
+	expect_error(&r, "python: path escapes the workspace: ../outside.py");
+	char json[PATH_MAX + 64];
+	snprintf(json, sizeof json, "{\"path\": \"%s/outside.py\"}", f->tmp);
+	r = run(f, "python", json);
+	expect_error_has(&r, "python: path escapes the workspace");
+	r = run(f, "python", "{\"path\": \"/etc/passwd\"}");
+	expect_error(&r, "python: path escapes the workspace: /etc/passwd");
+	r = run(f, "python", "{\"path\": \"nope.py\"}");
+	expect_error(&r, "python: no such file: nope.py");
+	r = run(f, "python", "{\"path\": \"sub\"}");
+	expect_error(&r, "python: not a regular file: sub");
+	/* A link out of the workspace is not followed. */
+	snprintf(p, sizeof p, "%s/out.py", f->ws);
+	char target[PATH_MAX];
+	snprintf(target, sizeof target, "%s/outside.py", f->tmp);
+	assert_int_equal(symlink(target, p), 0);
+	r = run(f, "python", "{\"path\": \"out.py\"}");
+	expect_error_has(&r, "python: path escapes the workspace");
+}
+
+static void test_python_runs_code_and_files(void **state)
+{
+	struct fx *f = *state;
+	if (!box.python)
+		skip();
+	struct tool_result r = run(f, "python", "{\"code\": \"import sys, os\\n"
+						"print(sys.argv[1:], os.getcwd())\\n"
+						"print('\\u00e9t\\u00e9')\", "
+						"\"args\": [\"a b\", \"-c\"]}");
+	expect_ok(&r, "['a b', '-c'] " SANDBOX_WORKSPACE "\n\xc3\xa9t\xc3\xa9\n[exit 0]");
+	make_ws(f);
+	put_file(f->ws, "data.csv", "3\n4\n5\n");
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s/lib", f->ws);
+	assert_int_equal(mkdir(p, 0755), 0);
+	put_file(f->ws, "lib/sum.py", "import sys\n"
+				      "total = sum(int(l) for l in open(sys.argv[1]))\n"
+				      "print('total', total)\n"
+				      "open('out.txt', 'w').write(str(total))\n");
+	r = run(f, "python", "{\"path\": \"lib/sum.py\", \"args\": [\"data.csv\"]}");
+	expect_ok(&r, "total 12\n[exit 0]");
+	char *s = slurp(f->ws, "out.txt");
+	assert_string_equal(s, "12");
+	free(s);
+	/* The workspace as the sandbox names it. */
+	r = run(f, "python", "{\"path\": \"" SANDBOX_WORKSPACE "/lib/sum.py\", "
+			     "\"args\": [\"data.csv\"]}");
+	expect_ok(&r, "total 12\n[exit 0]");
+	/* A file whose name looks like an option is still the program. */
+	put_file(f->ws, "-V", "print('not an option')\n");
+	r = run(f, "python", "{\"path\": \"-V\"}");
+	expect_ok(&r, "not an option\n[exit 0]");
+	/* Errors: a traceback and the exit status. */
+	r = run(f, "python", "{\"code\": \"raise SystemExit(3)\"}");
+	expect_error(&r, "[exit 3]");
+	r = run(f, "python", "{\"code\": \"1/0\"}");
+	expect_error_has(&r, "ZeroDivisionError");
+	/* Confined like bash. */
+	r = run(f, "python", "{\"code\": \"open('/usr/x', 'w')\"}");
+	expect_error_has(&r, "Error");
+	assert_int_equal(access("/usr/x", F_OK), -1);
+}
+
+/* python needs python3 in the sandbox's PATH: without it the tool is
+ * unavailable, says why, and is not registered. */
+static void test_python_unavailable_without_python3(void **state)
+{
+	struct fx *f = *state;
+	/* A PATH whose directories lack python3. */
+	char bin[PATH_MAX];
+	snprintf(bin, sizeof bin, "%s/bin", f->tmp);
+	assert_int_equal(mkdir(bin, 0755), 0);
+	errno = 0;
+	assert_null(sandbox_find("python3", bin, SANDBOX_NONE));
+	assert_int_equal(errno, ENOENT);
+	put_file(bin, "python3", "#!/bin/sh\n");
+	char py[PATH_MAX + 16];
+	snprintf(py, sizeof py, "%s/python3", bin);
+	assert_null(sandbox_find("python3", bin, SANDBOX_NONE)); /* not executable */
+	assert_int_equal(errno, EACCES);
+	assert_int_equal(chmod(py, 0755), 0);
+	char *found = sandbox_find("python3", bin, SANDBOX_NONE);
+	assert_non_null(found);
+	assert_string_equal(found, py);
+	free(found);
+	/* The sandbox does not show the test's directory. */
+	assert_null(sandbox_find("python3", bin, SANDBOX_BWRAP));
+	assert_null(sandbox_find("bin/python3", "/usr", SANDBOX_NONE));
+
+	struct sandbox sb;
+	assert_int_equal(sandbox_copy(&sb, &box), 0);
+	free(sb.python);
+	sb.python = NULL;
+	if (sandbox_usable(&sb))
+		assert_string_equal(tools_unavailable_why("python", &sb),
+				    "python3 not found in the sandbox's PATH (" SANDBOX_PATH ")");
+	struct config *c = config_default(NULL, 0);
+	assert_non_null(c);
+	assert_int_equal(tools_settle(c, &sb), 0);
+	assert_false(strlist_has(&c->registered_tools, "python"));
+	assert_true(strlist_has(&c->tools.unavailable, "python"));
+	assert_non_null(config_tool_unavailable_why(c, "python"));
+	if (sandbox_usable(&sb)) {
+		assert_true(strlist_has(&c->registered_tools, "bash"));
+		assert_non_null(strstr(config_tool_unavailable_why(c, "python"),
+				       "python3 not found in the sandbox's PATH"));
+	}
+	config_free(c);
+	/* A call that reaches it anyway is refused. */
+	f->ctx.sandbox = &sb;
+	struct tool_result r = run(f, "python", "{\"code\": \"print('ran')\"}");
+	assert_true(r.is_error);
+	assert_null(strstr(r.text, "ran\n"));
+	assert_non_null(strstr(r.text, "not available"));
+	tool_result_free(&r);
+	sandbox_free(&sb);
+}
+
+/* ---- terminal ---- */
+
+static void test_terminal_refuses_what_it_does_not_run(void **state)
+{
+	struct fx *f = *state;
+	make_ws(f);
+	put_file(f->ws, "keep.txt", "kept\n");
+	struct tool_result r = run(f, "terminal", "{\"command\": \"rm -rf keep.txt\"}");
+	expect_error(&r, "terminal: 'rm' is not a program terminal may run (give a bare "
+			 "name, no path, and no shell syntax); it runs only: ls, cat, head, "
+			 "tail, wc, grep, find, sort, diff, git");
+	r = run(f, "terminal", "{\"command\": [\"rm\", \"keep.txt\"]}");
+	expect_error_has(&r, "'rm' is not a program terminal may run");
+	r = run(f, "terminal", "{\"command\": \"/bin/ls\"}");
+	expect_error_has(&r, "'/bin/ls' is not a program terminal may run");
+	r = run(f, "terminal", "{\"command\": \"../ls\"}");
+	expect_error_has(&r, "is not a program terminal may run");
+	r = run(f, "terminal", "{\"command\": \"ls; rm keep.txt\"}");
+	expect_error_has(&r, "terminal: contains shell syntax ';'");
+	r = run(f, "terminal", "{\"command\": \"ls | wc\"}");
+	expect_error_has(&r, "terminal: contains shell syntax '|'");
+	r = run(f, "terminal", "{\"command\": \"ls\\u0000rm\"}");
+	expect_error_has(&r, "NUL");
+	r = run(f, "terminal", "{\"command\": []}");
+	expect_error(&r, "terminal: argument 'command' must start with the program to run");
+	r = run(f, "terminal", "{\"command\": [\"\"]}");
+	expect_error(&r, "terminal: argument 'command' must start with the program to run");
+	r = run(f, "terminal", "{\"command\": [\"ls\", 1]}");
+	expect_error(&r, "terminal: argument 'command': item 2 is not a string");
+	r = run(f, "terminal", "{\"command\": 7}");
+	expect_error(&r, "terminal: argument 'command' must be a string or an array of "
+			 "strings");
+	r = run(f, "terminal", "{}");
+	expect_error(&r, "terminal: missing required argument 'command'");
+	/* Allowed but absent here. */
+	struct sandbox sb;
+	assert_int_equal(sandbox_copy(&sb, &box), 0);
+	assert_int_equal(strlist_add(&sb.commands_missing, "tree"), 0);
+	f->ctx.sandbox = &sb;
+	r = run(f, "terminal", "{\"command\": \"tree\"}");
+	if (sandbox_usable(&sb))
+		expect_error_has(&r, "'tree' is allowed but not installed in the sandbox's PATH");
+	else
+		tool_result_free(&r);
+	sandbox_free(&sb);
+	char *s = slurp(f->ws, "keep.txt");
+	assert_string_equal(s, "kept\n");
+	free(s);
+}
+
+static void test_terminal_runs_allowed_programs(void **state)
+{
+	struct fx *f = *state;
+	make_ws(f);
+	put_file(f->ws, "a b.txt", "one\ntwo\nthree\n");
+	put_file(f->ws, "c.txt", "x\n");
+	struct tool_result r = run(f, "terminal", "{\"command\": \"ls\"}");
+	expect_ok(&r, "a b.txt\nc.txt\n[exit 0]");
+	r = run(f, "terminal", "{\"command\": \"wc -l 'a b.txt'\"}");
+	expect_ok(&r, "3 a b.txt\n[exit 0]");
+	r = run(f, "terminal", "{\"command\": [\"head\", \"-n\", \"1\", \"a b.txt\"]}");
+	expect_ok(&r, "one\n[exit 0]");
+	/* Words are words: no shell sees them. */
+	r = run(f, "terminal", "{\"command\": [\"cat\", \"$(id)\", \"*\"]}");
+	assert_true(r.is_error);
+	assert_non_null(strstr(r.text, "$(id)"));
+	assert_null(strstr(r.text, "uid="));
+	tool_result_free(&r);
+	r = run(f, "terminal", "{\"command\": \"grep -c o 'a b.txt'\"}");
+	expect_ok(&r, "2\n[exit 0]");
+	r = run(f, "terminal", "{\"command\": \"cat nope\"}");
+	expect_error_has(&r, "[exit 1]");
+}
+
+/* PATH inside holds the allowed programs only: a program started by the
+ * allowed one finds nothing else by name. */
+static void test_terminal_path_holds_only_its_programs(void **state)
+{
+	struct fx *f = *state;
+	struct tools_config tc = {0};
+	assert_int_equal(strlist_add(&tc.terminal_commands, "ls"), 0);
+	assert_int_equal(strlist_add(&tc.terminal_commands, "env"), 0);
+	assert_int_equal(strlist_add(&tc.terminal_commands, "no-such-program-here"), 0);
+	struct sandbox sb;
+	assert_int_equal(sandbox_probe(&tc, &sb), 0);
+	strlist_free(&tc.terminal_commands);
+	assert_int_equal(sb.commands.n, 2);
+	assert_int_equal(sb.commands_missing.n, 1);
+	assert_string_equal(sb.commands_missing.items[0], "no-such-program-here");
+	f->ctx.sandbox = &sb;
+	struct tool_result r = run(f, "terminal", "{\"command\": \"ls " SANDBOX_BIN "\"}");
+	expect_ok(&r, "env\nls\n[exit 0]");
+	r = run(f, "terminal", "{\"command\": \"env\"}");
+	assert_false(r.is_error);
+	assert_non_null(strstr(r.text, "PATH=" SANDBOX_BIN "\n"));
+	tool_result_free(&r);
+	/* env would start sh by name: there is none on this PATH. */
+	r = run(f, "terminal", "{\"command\": \"env sh -c id\"}");
+	expect_error_has(&r, "No such file or directory");
+	r = run(f, "terminal", "{\"command\": \"bash\"}");
+	expect_error(&r, "terminal: 'bash' is not a program terminal may run (give a bare "
+			 "name, no path, and no shell syntax); it runs only: ls, env");
+	sandbox_free(&sb);
+	/* No program at all: unavailable. */
+	struct tools_config none = {0};
+	assert_int_equal(sandbox_probe(&none, &sb), 0);
+	assert_string_equal(tools_unavailable_why("terminal", &sb),
+			    "tools.terminal.commands is empty");
+	sandbox_free(&sb);
+}
+
+static void test_terminal_git_log(void **state)
+{
+	struct fx *f = *state;
+	if (!strlist_has(&box.commands, "git"))
+		skip();
+	struct tool_result r = run(f, "terminal", "{\"command\": \"git init -q\"}");
+	expect_ok(&r, "[exit 0]");
+	r = run(f, "terminal", "{\"command\": [\"git\", \"-c\", \"user.name=A\", \"-c\", "
+			       "\"user.email=a@example.com\", \"commit\", \"-q\", "
+			       "\"--allow-empty\", \"-m\", \"first commit\"]}");
+	expect_ok(&r, "[exit 0]");
+	r = run(f, "terminal", "{\"command\": \"git log --format=%s\"}");
+	expect_ok(&r, "first commit\n[exit 0]");
+}
+
+/* ---- glob ---- */
+
+/* A small tree: a.c b.h src/{x.c,y.h,deep/z.c} "dir with space/q.c",
+ * .git/config, link -> src, out -> the directory above the workspace. */
+static void make_tree(struct fx *f)
+{
+	make_ws(f);
+	const char *dirs[] = {"src", "src/deep", "dir with space", ".git"};
+	char p[PATH_MAX];
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(p, sizeof p, "%s/%s", f->ws, dirs[i]);
+		assert_int_equal(mkdir(p, 0755), 0);
+	}
+	put_file(f->ws, "a.c", "int a;\n");
+	put_file(f->ws, "b.h", "hello header\n");
+	put_file(f->ws, "src/x.c", "int main(void)\n{\n\treturn 0; /* hello */\n}\n");
+	put_file(f->ws, "src/y.h", "HELLO\n");
+	put_file(f->ws, "src/deep/z.c", "hello deep\n");
+	put_file(f->ws, "dir with space/q.c", "q\n");
+	put_file(f->ws, ".git/config", "hello from git\n");
+	put_file(f->tmp, "secret.c", "hello secret\n");
+	snprintf(p, sizeof p, "%s/link", f->ws);
+	assert_int_equal(symlink("src", p), 0);
+	snprintf(p, sizeof p, "%s/out", f->ws);
+	assert_int_equal(symlink(f->tmp, p), 0);
+}
+
+static void test_glob_lists_matching_paths_sorted(void **state)
+{
+	struct fx *f = *state;
+	make_tree(f);
+	int fds = count_fds();
+	struct tool_result r = run(f, "glob", "{\"pattern\": \"*.c\"}");
+	expect_ok(&r, "a.c\n");
+	r = run(f, "glob", "{\"pattern\": \"**/*.c\"}");
+	expect_ok(&r, "a.c\ndir with space/q.c\nsrc/deep/z.c\nsrc/x.c\n");
+	r = run(f, "glob", "{\"pattern\": \"src/*.h\"}");
+	expect_ok(&r, "src/y.h\n");
+	r = run(f, "glob", "{\"pattern\": \"*\"}");
+	expect_ok(&r, "a.c\nb.h\ndir with space/\nlink\nout\nsrc/\n");
+	r = run(f, "glob", "{\"pattern\": \"src/**\"}"); /* ** takes none too */
+	expect_ok(&r, "src/\nsrc/deep/\nsrc/deep/z.c\nsrc/x.c\nsrc/y.h\n");
+	r = run(f, "glob", "{\"pattern\": \"**/deep/*\"}");
+	expect_ok(&r, "src/deep/z.c\n");
+	r = run(f, "glob", "{\"pattern\": \"*.c\", \"path\": \"src\"}");
+	expect_ok(&r, "src/x.c\n");
+	r = run(f, "glob", "{\"pattern\": \"./*.[ch]\", \"path\": \"" SANDBOX_WORKSPACE "/src/\"}");
+	expect_ok(&r, "src/x.c\nsrc/y.h\n");
+	/* Through a link inside the workspace when asked to start there. */
+	r = run(f, "glob", "{\"pattern\": \"*.h\", \"path\": \"link\"}");
+	expect_ok(&r, "link/y.h\n");
+	r = run(f, "glob", "{\"pattern\": \"**/*.xyz\"}");
+	expect_ok(&r, "no paths match **/*.xyz in .\n");
+	/* .git is entered only when asked. */
+	r = run(f, "glob", "{\"pattern\": \"**/config\"}");
+	expect_ok(&r, "no paths match **/config in .\n");
+	r = run(f, "glob", "{\"pattern\": \"*\", \"path\": \".git\"}");
+	expect_ok(&r, ".git/config\n");
+	assert_int_equal(count_fds(), fds);
+}
+
+static void test_glob_stays_in_the_workspace(void **state)
+{
+	struct fx *f = *state;
+	make_tree(f);
+	/* Links are listed, never entered: nothing of the directory above. */
+	struct tool_result r = run(f, "glob", "{\"pattern\": \"out/*\"}");
+	expect_ok(&r, "no paths match out/* in .\n");
+	r = run(f, "glob", "{\"pattern\": \"**/secret.c\"}");
+	expect_ok(&r, "no paths match **/secret.c in .\n");
+	r = run(f, "glob", "{\"pattern\": \"*\", \"path\": \"out\"}");
+	expect_error(&r, "glob: path escapes the workspace: out");
+	r = run(f, "glob", "{\"pattern\": \"*\", \"path\": \"..\"}");
+	expect_error(&r, "glob: path escapes the workspace: ..");
+	r = run(f, "glob", "{\"pattern\": \"*\", \"path\": \"/etc\"}");
+	expect_error(&r, "glob: path escapes the workspace: /etc");
+	r = run(f, "glob", "{\"pattern\": \"../*\"}");
+	expect_error(&r, "glob: the pattern may not contain '..': give the directory as "
+			 "'path'");
+	r = run(f, "glob", "{\"pattern\": \"/etc/*\"}");
+	expect_error_has(&r, "glob: the pattern must be relative");
+	r = run(f, "glob", "{\"pattern\": \"\"}");
+	expect_error(&r, "glob: the pattern is empty");
+	r = run(f, "glob", "{}");
+	expect_error(&r, "glob: missing required argument 'pattern'");
+	r = run(f, "glob", "{\"pattern\": \"*\", \"path\": \"nope\"}");
+	expect_error(&r, "glob: no such file: nope");
+	r = run(f, "glob", "{\"pattern\": \"*\", \"path\": \"a.c\"}");
+	expect_error(&r, "glob: not a directory: a.c");
+}
+
+static void test_glob_caps_its_result(void **state)
+{
+	struct fx *f = *state;
+	make_ws(f);
+	char name[64];
+	for (int i = 0; i < 1005; i++) {
+		snprintf(name, sizeof name, "f%04d.txt", i);
+		put_file(f->ws, name, "");
+	}
+	struct tool_result r = run(f, "glob", "{\"pattern\": \"*.txt\"}");
+	assert_false(r.is_error);
+	assert_non_null(strstr(r.text, "f0000.txt\nf0001.txt\n"));
+	assert_non_null(strstr(r.text, "f0999.txt\n[more than 1000 paths match: only the "
+				       "first 1000 found are listed"));
+	assert_null(strstr(r.text, "f1000.txt"));
+	tool_result_free(&r);
+	f->ctx.output_max = 100;
+	r = run(f, "glob", "{\"pattern\": \"*.txt\"}");
+	assert_false(r.is_error);
+	assert_non_null(strstr(r.text, "f0009.txt\n[990 more paths not shown: the output "
+				       "is capped at 100 bytes"));
+	tool_result_free(&r);
+}
+
+/* ---- grep ---- */
+
+static void test_grep_finds_lines_sorted(void **state)
+{
+	struct fx *f = *state;
+	make_tree(f);
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s/bin.dat", f->ws);
+	FILE *fp = fopen(p, "w");
+	assert_non_null(fp);
+	fwrite("hello\0binary\n", 1, 13, fp);
+	fclose(fp);
+	put_file(f->ws, "latin1.txt", "hello caf\xe9\n");
+	int fds = count_fds();
+	struct tool_result r = run(f, "grep", "{\"pattern\": \"hello\"}");
+	expect_ok(&r, "b.h:1: hello header\n"
+		      "src/deep/z.c:1: hello deep\n"
+		      "src/x.c:3: \treturn 0; /* hello */\n"
+		      "[2 binary files skipped]\n");
+	r = run(f, "grep", "{\"pattern\": \"hello\", \"ignore_case\": true, \"path\": \"src\"}");
+	expect_ok(&r, "src/deep/z.c:1: hello deep\n"
+		      "src/x.c:3: \treturn 0; /* hello */\n"
+		      "src/y.h:1: HELLO\n");
+	r = run(f, "grep", "{\"pattern\": \"^(int|HELLO)\", \"glob\": \"*.c\"}");
+	expect_ok(&r, "a.c:1: int a;\nsrc/x.c:1: int main(void)\n");
+	r = run(f, "grep", "{\"pattern\": \"^(int|HELLO)\", \"glob\": \"src/*\"}");
+	expect_ok(&r, "src/x.c:1: int main(void)\nsrc/y.h:1: HELLO\n");
+	r = run(f, "grep", "{\"pattern\": \"return [0-9]+;\", \"path\": \"src/x.c\"}");
+	expect_ok(&r, "src/x.c:3: \treturn 0; /* hello */\n");
+	r = run(f, "grep", "{\"pattern\": \"nothing-like-this\"}");
+	expect_ok(&r, "no lines match nothing-like-this in .\n[2 binary files skipped]\n");
+	/* Through a link only when the path names it; .git only when asked. */
+	r = run(f, "grep", "{\"pattern\": \"HELLO\", \"path\": \"link\"}");
+	expect_ok(&r, "link/y.h:1: HELLO\n");
+	r = run(f, "grep", "{\"pattern\": \"git\", \"path\": \".git\"}");
+	expect_ok(&r, ".git/config:1: hello from git\n");
+	assert_int_equal(count_fds(), fds);
+}
+
+static void test_grep_arguments_and_confinement(void **state)
+{
+	struct fx *f = *state;
+	make_tree(f);
+	struct tool_result r = run(f, "grep", "{\"pattern\": \"(\"}");
+	expect_error_has(&r, "grep: invalid regular expression (POSIX extended syntax): ");
+	r = run(f, "grep", "{\"pattern\": \"\"}");
+	expect_error(&r, "grep: the pattern is empty");
+	r = run(f, "grep", "{\"pattern\": \"a\", \"ignore_case\": \"yes\"}");
+	expect_error(&r, "grep: argument 'ignore_case' must be true or false");
+	r = run(f, "grep", "{\"pattern\": \"a\", \"glob\": \"../*\"}");
+	expect_error_has(&r, "grep: glob: the pattern may not contain '..'");
+	r = run(f, "grep", "{\"pattern\": \"secret\", \"path\": \"out\"}");
+	expect_error(&r, "grep: path escapes the workspace: out");
+	r = run(f, "grep", "{\"pattern\": \"secret\", \"path\": \"out/secret.c\"}");
+	expect_error(&r, "grep: path escapes the workspace: out/secret.c");
+	r = run(f, "grep", "{\"pattern\": \"secret\", \"path\": \"../secret.c\"}");
+	expect_error(&r, "grep: path escapes the workspace: ../secret.c");
+	r = run(f, "grep", "{\"pattern\": \"secret\"}");
+	expect_ok(&r, "no lines match secret in .\n");
+	r = run(f, "grep", "{\"pattern\": \"x\", \"path\": \"nope\"}");
+	expect_error(&r, "grep: no such file: nope");
+}
+
+static void test_grep_caps_lines_and_output(void **state)
+{
+	struct fx *f = *state;
+	make_ws(f);
+	struct buf b = {0};
+	for (int i = 0; i < 600; i++)
+		assert_int_equal(buf_printf(&b, "match %d\n", i), 0);
+	put_file(f->ws, "many.txt", b.data);
+	buf_free(&b);
+	struct tool_result r = run(f, "grep", "{\"pattern\": \"match\"}");
+	assert_false(r.is_error);
+	assert_non_null(strstr(r.text, "many.txt:500: match 499\n[more than 500 lines "
+				       "match: only the first 500 are listed"));
+	assert_null(strstr(r.text, "match 500"));
+	tool_result_free(&r);
+	/* A long line is cut at 500 bytes, at a character boundary. */
+	for (int i = 0; i < 499; i++)
+		assert_int_equal(buf_puts(&b, "x"), 0);
+	assert_int_equal(buf_puts(&b, "\xc3\xa9 tail\n"), 0);
+	put_file(f->ws, "long.txt", b.data);
+	buf_free(&b);
+	r = run(f, "grep", "{\"pattern\": \"tail\", \"path\": \"long.txt\"}");
+	assert_false(r.is_error);
+	assert_int_equal(strlen(r.text), strlen("long.txt:1: ") + 499 + strlen(" [line cut]\n"));
+	assert_non_null(strstr(r.text, "x [line cut]\n"));
+	tool_result_free(&r);
+	f->ctx.output_max = 200;
+	r = run(f, "grep", "{\"pattern\": \"match\"}");
+	assert_false(r.is_error);
+	assert_non_null(strstr(r.text, "[output capped at 200 bytes"));
+	assert_true(strstr(r.text, "[output capped") - r.text <= 200);
+	tool_result_free(&r);
+}
+
+/* The glob patterns themselves. */
+static void test_globpat_matching(void **state)
+{
+	(void)state;
+	struct globpat g;
+	const char *why;
+	assert_int_equal(globpat_parse(&g, "**/**/a/*.c", &why), 0);
+	assert_int_equal(g.parts.n, 3); /* repeated ** collapsed */
+	assert_true(globpat_match(&g, "a/x.c"));
+	assert_true(globpat_match(&g, "p/q/a/x.c"));
+	assert_false(globpat_match(&g, "a/b/x.c"));
+	assert_false(globpat_match(&g, "x.c"));
+	assert_true(globpat_may_match_below(&g, "p/q"));
+	assert_true(globpat_may_match_below(&g, ""));
+	globpat_free(&g);
+	assert_int_equal(globpat_parse(&g, "src/*.h", &why), 0);
+	assert_true(globpat_match(&g, "src/a.h"));
+	assert_false(globpat_match(&g, "src/sub/a.h"));
+	assert_false(globpat_match(&g, "lib/a.h"));
+	assert_true(globpat_may_match_below(&g, "src"));
+	assert_false(globpat_may_match_below(&g, "lib"));
+	assert_false(globpat_may_match_below(&g, "src/sub"));
+	globpat_free(&g);
+	assert_int_equal(globpat_parse(&g, ".hidden/[ab]?", &why), 0);
+	assert_true(globpat_match(&g, ".hidden/ax"));
+	assert_false(globpat_match(&g, ".hidden/cx"));
+	globpat_free(&g);
+	/* Many ** parts stay linear: this would take ages by backtracking. */
+	assert_int_equal(globpat_parse(&g, "**/a/**/a/**/a/**/a/**/a/**/b", &why), 0);
+	struct buf p = {0};
+	for (int i = 0; i < 60; i++)
+		assert_int_equal(buf_puts(&p, "a/"), 0);
+	assert_int_equal(buf_puts(&p, "c"), 0);
+	assert_false(globpat_match(&g, p.data));
+	buf_free(&p);
+	globpat_free(&g);
+	assert_int_equal(globpat_parse(&g, "a/../b", &why), -1);
+	assert_int_equal(globpat_parse(&g, "/a", &why), -1);
+	assert_int_equal(globpat_parse(&g, "./", &why), -1);
+	assert_string_equal(why, "the pattern names no file (only '.' and '/')");
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1571,10 +2100,26 @@ int main(void)
 		T(test_sec7_learn_skill_refusals),
 		T(test_sec7_learn_skill_never_grants_more_than_the_run),
 		T(test_sec7_learn_skill_writes_the_skill_atomically),
+		T(test_python_arguments_are_checked),
+		TS(test_python_runs_code_and_files),
+		T(test_python_unavailable_without_python3),
+		T(test_terminal_refuses_what_it_does_not_run),
+		TS(test_terminal_runs_allowed_programs),
+		TS(test_terminal_path_holds_only_its_programs),
+		TS(test_terminal_git_log),
+		T(test_glob_lists_matching_paths_sorted),
+		T(test_glob_stays_in_the_workspace),
+		T(test_glob_caps_its_result),
+		T(test_grep_finds_lines_sorted),
+		T(test_grep_arguments_and_confinement),
+		T(test_grep_caps_lines_and_output),
+		T(test_globpat_matching),
 	};
-	struct tools_config tc = {0};
-	if (sandbox_probe(&tc, &box) < 0)
+	/* The default configuration's terminal programs. */
+	struct config *dc = config_default(NULL, 0);
+	if (!dc || sandbox_probe(&dc->tools, &box) < 0)
 		return 1;
+	config_free(dc);
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	sandbox_free(&box);
 	return rc;

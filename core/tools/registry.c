@@ -74,6 +74,35 @@ static const struct tool_def defs[] = {
 	     "\"content\": " STR("The complete new content of the file."),
 	     "\"path\", \"content\""),
 	 IMPL_HERE, tool_write, false},
+	{"glob",
+	 "List the files and directories of the workspace whose path matches "
+	 "a glob pattern, sorted; directories end with '/'. In a pattern, * ? "
+	 "and [...] match within one path component and a ** component "
+	 "matches any number of directories: '**/*.py' finds Python files at "
+	 "any depth, 'src/*.h' the headers directly in src, '*' the top level. "
+	 "The pattern is relative to path. Symbolic links are listed, not "
+	 "followed; .git is not entered. At most 1000 paths.",
+	 OBJ("\"pattern\": " STR("The glob pattern, e.g. **/*.c") ", "
+	     "\"path\": " STR("The directory to search, relative to the workspace "
+			      "(default: the whole workspace)."),
+	     "\"pattern\""),
+	 IMPL_HERE, tool_glob, false},
+	{"grep",
+	 "Search the text files of the workspace for lines matching a POSIX "
+	 "extended regular expression (as grep -E). Each result is "
+	 "path:line: text, files in sorted order, long lines cut; binary "
+	 "files are skipped; symbolic links and .git are not followed; at "
+	 "most 500 lines.",
+	 OBJ("\"pattern\": " STR("The regular expression (POSIX extended).") ", "
+	     "\"path\": " STR("A directory to search, or one file, relative to the "
+			      "workspace (default: the whole workspace).") ", "
+	     "\"glob\": " STR("Only the files matching this glob pattern (as for the "
+			      "glob tool, relative to path; one without '/' matches "
+			      "file names at any depth), e.g. *.c or src/**/*.h") ", "
+	     "\"ignore_case\": {\"type\": \"boolean\", \"description\": "
+	     "\"Match without regard to case (default false).\"}",
+	     "\"pattern\""),
+	 IMPL_HERE, tool_grep, false},
 	{"webfetch",
 	 "Fetch an http or https URL (GET, or HEAD for the response headers "
 	 "only). The result starts with a line \"HTTP <status> <final URL>\", "
@@ -89,13 +118,34 @@ static const struct tool_def defs[] = {
 	     "\"url\""),
 	 IMPL_HERE, tool_webfetch, false},
 	{"python",
-	 "Run Python code in the run's workspace and return its output.",
-	 OBJ("\"code\": " STR("The Python program to run."), "\"code\""),
-	 IMPL_UNAVAILABLE, NULL, true},
+	 "Run Python 3 code, or a Python file of the workspace, in the same "
+	 "sandbox as bash: the working directory is the workspace ("
+	 SANDBOX_WORKSPACE "), the only place it may write. Give exactly one "
+	 "of code and path; args become sys.argv[1:]. stdout and stderr are "
+	 "combined, the output is capped, the program is killed after a "
+	 "timeout, and the result ends with the exit status, e.g. [exit 0].",
+	 OBJ("\"code\": " STR("The Python program to run.") ", "
+	     "\"path\": " STR("A Python file to run instead, relative to the "
+			      "workspace.") ", "
+	     "\"args\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}, "
+	     "\"description\": \"Arguments for the program (sys.argv[1:]).\"}",
+	     ""),
+	 IMPL_HERE, tool_python, true},
 	{"terminal",
-	 "Run a command with a restricted PATH in the run's workspace.",
-	 OBJ("\"command\": " STR("The command line to run."), "\"command\""),
-	 IMPL_UNAVAILABLE, NULL, true},
+	 "Run one program of an allowed set (by default ls, cat, head, tail, "
+	 "wc, grep, find, sort, diff and git) directly, without a shell, in "
+	 "the sandbox, with the workspace (" SANDBOX_WORKSPACE ") as the "
+	 "working directory. The command is split into words as a shell "
+	 "would split it (quotes work; pipes, redirection, variables and "
+	 "globbing do not), or given as an array of words. A program outside "
+	 "the set is refused with the list of the allowed ones. The result "
+	 "ends with the exit status, e.g. [exit 0].",
+	 OBJ("\"command\": {\"anyOf\": [{\"type\": \"string\"}, {\"type\": "
+	     "\"array\", \"items\": {\"type\": \"string\"}, \"minItems\": 1}], "
+	     "\"description\": \"The command line, e.g. git log --oneline, or "
+	     "its words, e.g. [\\\"git\\\", \\\"log\\\"].\"}",
+	     "\"command\""),
+	 IMPL_HERE, tool_terminal, true},
 	{"run_skill",
 	 "Run one of the available skills by name, with optional arguments.",
 	 OBJ("\"name\": " STR("The skill's name.") ", "
@@ -141,9 +191,9 @@ static const struct tool_def defs[] = {
 #define NDEFS (sizeof defs / sizeof defs[0])
 
 const char *const tools_builtin[] = {
-	"bash",     "read",      "edit",        "write",    "webfetch",
-	"python",   "terminal",  "run_skill",   "learn_skill", "ask_user",
-	NULL,
+	"bash",     "read",      "edit",        "write",    "glob",
+	"grep",     "webfetch",  "python",      "terminal", "run_skill",
+	"learn_skill", "ask_user", NULL,
 };
 
 static const struct tool_def *find_def(const char *name)
@@ -272,13 +322,50 @@ const char *tools_unavailable_why(const char *name, const struct sandbox *sb)
 		return "not implemented in this version of skillfs";
 	if (d->process && !sandbox_usable(sb))
 		return sb && sb->why ? sb->why : "no sandbox";
+	if (d->fn == tool_python && !sb->python)
+		return "python3 not found in the sandbox's PATH (" SANDBOX_PATH ")";
+	if (d->fn == tool_terminal && !sb->commands.n)
+		return sb->commands_missing.n
+			       ? "none of the programs of tools.terminal.commands is found "
+				 "in the sandbox's PATH (" SANDBOX_PATH ")"
+			       : "tools.terminal.commands is empty";
 	return NULL;
+}
+
+/* The programs of tools.terminal.commands the sandbox lacks, as one
+ * warning (terminal being registered and able to run the others). */
+static int warn_missing_commands(struct config *c, const struct sandbox *sb)
+{
+	if (!sb->commands.n || !sb->commands_missing.n ||
+	    !strlist_has(&c->registered_tools, "terminal"))
+		return 0;
+	struct buf b = {0};
+	int rc = buf_puts(&b, "tools.terminal.commands:");
+	for (size_t i = 0; rc == 0 && i < sb->commands_missing.n; i++)
+		rc = buf_printf(&b, " %s", sb->commands_missing.items[i]);
+	if (rc == 0)
+		rc = buf_printf(&b, ": not found in the sandbox's PATH (" SANDBOX_PATH
+				"); terminal cannot run %s",
+				sb->commands_missing.n == 1 ? "it" : "them");
+	char *w = rc == 0 ? buf_steal(&b, NULL) : NULL;
+	buf_free(&b);
+	return w ? strlist_add_owned(&c->warnings, w) : -1;
 }
 
 int tools_probe(struct config *c, struct sandbox *sb)
 {
 	if (sandbox_probe(&c->tools, sb) < 0)
 		return -1;
+	if (tools_settle(c, sb) < 0) {
+		sandbox_free(sb);
+		errno = ENOMEM;
+		return -1;
+	}
+	return 0;
+}
+
+int tools_settle(struct config *c, const struct sandbox *sb)
+{
 	if (sb->mode == SANDBOX_NONE &&
 	    strlist_add(&c->warnings, "tools.sandbox: none: process tools (bash) run "
 			"WITHOUT a sandbox, as the daemon's user, with its rights") < 0)
@@ -295,9 +382,10 @@ int tools_probe(struct config *c, struct sandbox *sb)
 				  defs[i].name, why) < 0))
 			goto oom;
 	}
+	if (warn_missing_commands(c, sb) < 0)
+		goto oom;
 	return 0;
 oom:
-	sandbox_free(sb);
 	errno = ENOMEM;
 	return -1;
 }

@@ -15,8 +15,7 @@
 #include "buf.h"
 #include "proc.h"
 
-/* The PATH inside (and with mode none). */
-#define TOOL_PATH "/usr/local/bin:/usr/bin:/bin"
+#define TOOL_PATH SANDBOX_PATH
 #define PROBE_TIMEOUT_MS 10000
 
 /* The top-level system directories beside /usr: merged-/usr links, or
@@ -47,7 +46,11 @@ void sandbox_free(struct sandbox *sb)
 	free(sb->prlimit);
 	free(sb->user);
 	free(sb->why);
+	free(sb->python);
 	strlist_free(&sb->env);
+	strlist_free(&sb->commands);
+	strlist_free(&sb->command_paths);
+	strlist_free(&sb->commands_missing);
 	memset(sb, 0, sizeof *sb);
 }
 
@@ -67,9 +70,90 @@ int sandbox_copy(struct sandbox *dst, const struct sandbox *src)
 	dst->gid = src->gid;
 	if (dup_opt(&dst->program, src->program) < 0 || dup_opt(&dst->prlimit, src->prlimit) < 0 ||
 	    dup_opt(&dst->user, src->user) < 0 || dup_opt(&dst->why, src->why) < 0 ||
-	    strlist_extend(&dst->env, &src->env) < 0) {
+	    dup_opt(&dst->python, src->python) < 0 ||
+	    strlist_extend(&dst->env, &src->env) < 0 ||
+	    strlist_extend(&dst->commands, &src->commands) < 0 ||
+	    strlist_extend(&dst->command_paths, &src->command_paths) < 0 ||
+	    strlist_extend(&dst->commands_missing, &src->commands_missing) < 0) {
 		sandbox_free(dst);
 		return -1;
+	}
+	return 0;
+}
+
+/* Whether the sandbox shows the host file at path at the same place: its
+ * real path is in /usr or in a system directory bound beside it. */
+static bool shown_inside(const char *path)
+{
+	char *real = realpath(path, NULL);
+	if (!real)
+		return false;
+	bool ok = strncmp(real, "/usr/", 5) == 0;
+	for (size_t i = 0; !ok && i < sizeof system_dirs / sizeof *system_dirs; i++) {
+		char dir[64];
+		struct stat st;
+		int n = snprintf(dir, sizeof dir, "/%s/", system_dirs[i]);
+		/* A link (merged /usr) was resolved by realpath already. */
+		ok = strncmp(real, dir, (size_t)n) == 0 && lstat(dir, &st) == 0 &&
+		     S_ISDIR(st.st_mode);
+	}
+	free(real);
+	return ok;
+}
+
+char *sandbox_find(const char *name, const char *path, enum sandbox_mode mode)
+{
+	if (!name || !*name || strchr(name, '/') || !path) {
+		errno = ENOENT;
+		return NULL;
+	}
+	int err = ENOENT;
+	struct buf cand = {0};
+	for (const char *p = path;;) {
+		const char *colon = strchrnul(p, ':');
+		size_t dlen = (size_t)(colon - p);
+		struct stat st;
+		cand.len = 0;
+		if (dlen && p[0] == '/') { /* a relative entry means nothing inside */
+			if (buf_append(&cand, p, dlen) < 0 || buf_printf(&cand, "/%s", name) < 0) {
+				buf_free(&cand);
+				errno = ENOMEM;
+				return NULL;
+			}
+			if (stat(cand.data, &st) == 0 && S_ISREG(st.st_mode)) {
+				if (access(cand.data, X_OK) < 0)
+					err = EACCES;
+				else if (mode == SANDBOX_NONE || shown_inside(cand.data))
+					return buf_steal(&cand, NULL);
+			}
+		}
+		if (!*colon)
+			break;
+		p = colon + 1;
+	}
+	buf_free(&cand);
+	errno = err;
+	return NULL;
+}
+
+/* The programs the tools start by name: python3 and the terminal's. */
+static int find_programs(const struct tools_config *tc, struct sandbox *sb)
+{
+	sb->python = sandbox_find("python3", TOOL_PATH, sb->mode);
+	if (!sb->python && errno == ENOMEM)
+		return -1;
+	for (size_t i = 0; i < tc->terminal_commands.n; i++) {
+		const char *name = tc->terminal_commands.items[i];
+		char *found = sandbox_find(name, TOOL_PATH, sb->mode);
+		if (!found && errno == ENOMEM)
+			return -1;
+		int rc = found ? strlist_add(&sb->commands, name)
+			       : strlist_add(&sb->commands_missing, name);
+		if (rc < 0 || (found && strlist_add_owned(&sb->command_paths, found) < 0)) {
+			if (rc < 0)
+				free(found);
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -171,7 +255,8 @@ static int command(const struct sandbox *sb, const struct sandbox_call *call,
 {
 	bool none = sb->mode == SANDBOX_NONE;
 	bool pristine = call->pristine_home && !none;
-	int rc = add(env, "PATH=" TOOL_PATH);
+	bool own_bin = !none && call->bin_names;
+	int rc = add(env, own_bin ? "PATH=" SANDBOX_BIN : "PATH=" TOOL_PATH);
 	if (rc == 0)
 		rc = strlist_addf(env, "HOME=%s",
 				  pristine ? SANDBOX_PRISTINE_HOME
@@ -218,6 +303,11 @@ static int command(const struct sandbox *sb, const struct sandbox_call *call,
 	if (rc == 0)
 		rc = bind_kind ? add3(argv, bind_kind, bind_src, SANDBOX_WORKSPACE)
 			       : add2(argv, "--dir", SANDBOX_WORKSPACE);
+	if (rc == 0 && own_bin)
+		rc = add2(argv, "--dir", SANDBOX_BIN);
+	for (size_t i = 0; rc == 0 && own_bin && call->bin_names[i]; i++)
+		rc = add2(argv, "--symlink", call->bin_paths[i]) < 0 ||
+		     strlist_addf(argv, SANDBOX_BIN "/%s", call->bin_names[i]) < 0 ? -1 : 0;
 	if (rc == 0 && pristine)
 		rc = add2(argv, "--dir", SANDBOX_PRISTINE_HOME);
 	/* bubblewrap's own root and /dev are tmpfs without a size (half the
@@ -382,7 +472,7 @@ int sandbox_probe(const struct tools_config *tc, struct sandbox *out)
 	out->mode = tc->sandbox;
 	out->network = tc->network;
 	if (dup_opt(&out->user, tc->user ? tc->user : CONFIG_DEFAULT_TOOLS_USER) < 0 ||
-	    strlist_extend(&out->env, &tc->env) < 0)
+	    strlist_extend(&out->env, &tc->env) < 0 || find_programs(tc, out) < 0)
 		goto oom;
 	if (tc->sandbox == SANDBOX_NONE)
 		return 0;

@@ -33,6 +33,11 @@
 
 /* Where the workspace is inside the sandbox. */
 #define SANDBOX_WORKSPACE "/workspace"
+/* The PATH inside (and with mode none): programs are looked up there. */
+#define SANDBOX_PATH "/usr/local/bin:/usr/bin:/bin"
+/* A call given its own programs (sandbox_call.bin_names) finds them here,
+ * and only here: a directory made for the call holding one link each. */
+#define SANDBOX_BIN "/run/skillfs/bin"
 /* Processes one call may have at once (its own user namespace's count). */
 #define SANDBOX_NPROC 128
 /* Size of the call's private /tmp. */
@@ -51,14 +56,29 @@ struct sandbox {
 	char *user;        /* tools.user as given, for messages */
 	struct strlist env; /* tools.env, "NAME=value" */
 	char *why;         /* NULL: usable; else why process tools cannot run */
+	/* The programs the probe found on SANDBOX_PATH, as host paths that
+	 * the sandbox shows at the same place (sandbox_find): */
+	char *python;              /* python3, or NULL */
+	struct strlist commands;   /* tools.terminal.commands found, in order */
+	struct strlist command_paths; /* their paths, at the same index */
+	struct strlist commands_missing; /* the ones not found */
 };
 
 /* Probes the machine for the configuration's tools settings and fills *out
  * (always, even when the sandbox is unusable: out->why then says why, in
  * words a user can act on, e.g. "bubblewrap (bwrap) not found on PATH:
- * install the bubblewrap package, or set tools.sandbox: none"). Returns 0,
- * or -1 on ENOMEM (*out is then empty). */
+ * install the bubblewrap package, or set tools.sandbox: none"), including
+ * the programs found on SANDBOX_PATH (python3, tc->terminal_commands).
+ * Returns 0, or -1 on ENOMEM (*out is then empty). */
 int sandbox_probe(const struct tools_config *tc, struct sandbox *out);
+
+/* Looks name up on the colon-separated directory list path (normally
+ * SANDBOX_PATH) as execvp would, keeping only a program that the sandbox
+ * shows at the same path: with mode bwrap, its real path must lie in /usr
+ * or in one of the system directories bound beside it (a link out to
+ * /opt does not count). Returns the malloc'd path found (the link, not
+ * its target), or NULL with errno (ENOENT, EACCES, ENOMEM). */
+char *sandbox_find(const char *name, const char *path, enum sandbox_mode mode);
 
 /* Whether process tools may run: a working sandbox, or mode none. */
 bool sandbox_usable(const struct sandbox *sb);
@@ -80,6 +100,14 @@ struct sandbox_call {
 	                             user or system git config: what a
 	                             patterned grant runs must not be steered
 	                             by files the call itself could write */
+	/* Optional (NULL-terminated, same length): the call's own programs,
+	 * bare names (no '/').
+	 * With mode bwrap, PATH is then SANDBOX_BIN alone, a directory
+	 * holding a link named bin_names[i] to bin_paths[i] (host paths the
+	 * sandbox shows, from sandbox_find) for each i. With mode none PATH
+	 * stays SANDBOX_PATH (there is no private directory to make). */
+	const char *const *bin_names;
+	const char *const *bin_paths;
 };
 
 /* HOME of a call with pristine_home. */

@@ -190,6 +190,66 @@ bool tool_arg_bool(struct call *c, json_t *args, const char *key,
 	return true;
 }
 
+bool tool_arg_strings(struct call *c, json_t *args, const char *key, size_t max,
+		      struct strlist *out)
+{
+	json_t *v = json_object_get(args, key);
+	if (!v || json_is_null(v))
+		return true;
+	if (!json_is_array(v)) {
+		tool_fail(c, "argument '%s' must be an array of strings", key);
+		return false;
+	}
+	if (json_array_size(v) > max) {
+		tool_fail(c, "argument '%s' has %zu items; at most %zu are allowed", key,
+			  json_array_size(v), max);
+		return false;
+	}
+	size_t i;
+	json_t *item;
+	json_array_foreach(v, i, item) {
+		if (!json_is_string(item)) {
+			tool_fail(c, "argument '%s': item %zu is not a string", key, i + 1);
+			goto fail;
+		}
+		const char *s = json_string_value(item);
+		if (strlen(s) != json_string_length(item)) {
+			tool_fail(c, "argument '%s': item %zu contains a NUL character", key,
+				  i + 1);
+			goto fail;
+		}
+		if (strlist_add(out, s) < 0) {
+			c->oom = true;
+			goto fail;
+		}
+	}
+	return true;
+fail:
+	strlist_free(out);
+	return false;
+}
+
+const char *tool_path(const char *path)
+{
+	size_t n = strlen(SANDBOX_WORKSPACE);
+	if (!path || strncmp(path, SANDBOX_WORKSPACE, n) != 0 ||
+	    (path[n] != '\0' && path[n] != '/'))
+		return path;
+	path += n;
+	path += strspn(path, "/");
+	return *path ? path : ".";
+}
+
+bool tool_is_vcs_dir(const char *name)
+{
+	return !strcmp(name, ".git") || !strcmp(name, ".hg") || !strcmp(name, ".svn");
+}
+
+size_t tool_output_cap(const struct call *c)
+{
+	return c->ctx->output_max ? c->ctx->output_max : TOOLS_DEFAULT_OUTPUT_MAX;
+}
+
 int tools_workspace_open(const struct sandbox *sb, const char *path, struct workspace *ws,
 			 struct buf *err)
 {
@@ -255,6 +315,12 @@ void tool_put_process_result(struct call *c, const struct proc_result *pr,
  * the result is the output and how it ended. */
 void tool_run_sandboxed(struct call *c, const char *const *argv)
 {
+	tool_run_sandboxed_with(c, argv, NULL);
+}
+
+void tool_run_sandboxed_with(struct call *c, const char *const *argv,
+			     const struct tool_run *opt)
+{
 	const struct sandbox *sb = c->ctx->sandbox;
 	if (!sandbox_usable(sb)) {
 		tool_fail(c, "not available: %s", sb && sb->why ? sb->why : "no sandbox");
@@ -268,7 +334,9 @@ void tool_run_sandboxed(struct call *c, const char *const *argv)
 	size_t cap = c->ctx->output_max ? c->ctx->output_max
 					: TOOLS_DEFAULT_OUTPUT_MAX;
 	struct sandbox_call call = {.argv = argv, .workspace_fd = ws.dirfd,
-				    .workspace = ws.root, .pristine_home = c->ctx->argv_only};
+				    .workspace = ws.root, .pristine_home = c->ctx->argv_only,
+				    .bin_names = opt ? opt->bin_names : NULL,
+				    .bin_paths = opt ? opt->bin_paths : NULL};
 	struct sandbox_run run;
 	struct proc_result pr = {0};
 	char *why = NULL;
@@ -287,6 +355,10 @@ void tool_run_sandboxed(struct call *c, const char *const *argv)
 	spec.rlimits = true;
 	spec.cancel = c->ctx->cancel;
 	spec.cancel_arg = c->ctx->cancel_arg;
+	if (opt && opt->stdin_data) {
+		spec.stdin_data = opt->stdin_data;
+		spec.stdin_len = opt->stdin_len;
+	}
 	if (proc_run(&spec, &pr) < 0) {
 		if (pr.err.len)
 			tool_fail(c, "%s", pr.err.data);

@@ -12,6 +12,7 @@
 
 #include "buf.h"
 #include "proc.h"
+#include "strlist.h"
 #include "tools.h"
 #include "workspace.h"
 
@@ -33,6 +34,10 @@ void tool_write(struct call *c, json_t *args);
 void tool_edit(struct call *c, json_t *args);
 void tool_learn_skill(struct call *c, json_t *args);
 void tool_webfetch(struct call *c, json_t *args);
+void tool_python(struct call *c, json_t *args);
+void tool_terminal(struct call *c, json_t *args);
+void tool_glob(struct call *c, json_t *args);
+void tool_grep(struct call *c, json_t *args);
 
 /* Appends to the result (out of memory sets c->oom). */
 void tool_put(struct call *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -57,14 +62,48 @@ bool tool_arg_string(struct call *c, json_t *args, const char *key, bool require
 bool tool_arg_positive(struct call *c, json_t *args, const char *key, json_int_t *val);
 bool tool_arg_bool(struct call *c, json_t *args, const char *key, bool *val);
 
+/* An optional array of strings (no NUL in any), at most max items: *out
+ * gets copies (left empty when absent). False with the error in c on a
+ * wrong type or size; out of memory sets c->oom. */
+bool tool_arg_strings(struct call *c, json_t *args, const char *key, size_t max,
+		      struct strlist *out);
+
 /* Opens the run's workspace (tools_workspace_open); false with the error
  * in c. */
 bool tool_open_ws(struct call *c, struct workspace *ws);
+
+/* The model's path as the workspace functions take it: the workspace as
+ * the process tools see it (SANDBOX_WORKSPACE, "/workspace") and what is
+ * below it become the root (".") and paths relative to it; every other
+ * path is returned as given, for the workspace's rules to judge. The one
+ * place where the file tools' paths (glob, grep, python's path) are read.
+ * Returns path itself, a pointer into it, or ".". */
+const char *tool_path(const char *path);
+
+/* Whether a directory of this name is a version-control store (.git, .hg,
+ * .svn), which glob and grep do not enter unless asked to start in it. */
+bool tool_is_vcs_dir(const char *name);
+
+/* The output cap of the call (its output_max, else the default). */
+size_t tool_output_cap(const struct call *c);
 
 /* Runs argv in the sandbox with the workspace as its working directory,
  * under the call's time and output caps; the result is its output and how
  * it ended ("[exit 0]", "[timed out after 5 s; ...]"). Refused when the
  * sandbox is not usable. */
 void tool_run_sandboxed(struct call *c, const char *const *argv);
+
+/* What a process tool may add to a sandboxed run. */
+struct tool_run {
+	const char *stdin_data; /* the program's stdin; NULL: /dev/null */
+	size_t stdin_len;
+	/* The call's own PATH (sandbox_call.bin_names); NULL: SANDBOX_PATH. */
+	const char *const *bin_names;
+	const char *const *bin_paths;
+};
+
+/* tool_run_sandboxed with the additions of opt (NULL: none). */
+void tool_run_sandboxed_with(struct call *c, const char *const *argv,
+			     const struct tool_run *opt);
 
 #endif

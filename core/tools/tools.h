@@ -105,8 +105,9 @@ int tools_workspace_open(const struct sandbox *sb, const char *path, struct work
 bool tools_is_process(const char *name);
 
 /* Why built-in tool name cannot work with sandbox sb (a process tool
- * without a usable sandbox, or one not implemented in this version), or
- * NULL when it can. */
+ * without a usable sandbox, python without python3 in the sandbox's PATH,
+ * terminal without any of its programs, or a tool not implemented in this
+ * version), or NULL when it can. */
 const char *tools_unavailable_why(const char *name, const struct sandbox *sb);
 
 /* Probes the sandbox for c's tools settings into *sb (sandbox_probe) and
@@ -116,6 +117,12 @@ const char *tools_unavailable_why(const char *name, const struct sandbox *sb);
  * sandbox turned off by tools.sandbox: none, becomes a warning of c (shown
  * by skillfs check and logged by the daemon). Returns 0, or -1 on ENOMEM. */
 int tools_probe(struct config *c, struct sandbox *sb);
+
+/* The second half of tools_probe, for a sandbox already probed: moves the
+ * registered tools that cannot work with sb out of c's registered tools
+ * (config_tool_unavailable) and adds the warnings. Returns 0, or -1 on
+ * ENOMEM. */
+int tools_settle(struct config *c, const struct sandbox *sb);
 
 /* Executes the built-in tool name with the model's arguments (a JSON
  * object, borrowed; NULL counts as {}). Every failure the model can cause or

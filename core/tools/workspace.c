@@ -1,5 +1,6 @@
 #include "workspace.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -662,4 +663,140 @@ out:
 	close(dfd);
 	free(rel);
 	return ret;
+}
+
+char *workspace_relative(const struct workspace *ws, const char *path, struct buf *err)
+{
+	return ws_relative(ws, path, err);
+}
+
+int workspace_open_path(const struct workspace *ws, const char *path, int flags,
+			struct buf *err)
+{
+	char *rel = ws_relative(ws, path, err);
+	if (!rel) {
+		errno = EINVAL;
+		return -1;
+	}
+	int fd = ws_openat(ws, rel, flags);
+	int e = errno;
+	free(rel);
+	if (fd < 0) {
+		ws_errno_msg(err, e, path);
+		errno = e;
+	}
+	return fd;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* One directory of a walk: dfd (owned: closed here) holds the entries of
+ * path (relative to the root; "" for the root). */
+static int walk_dir(int dfd, struct buf *path, int depth, workspace_walk_fn fn, void *arg)
+{
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return 0; /* unreadable: skipped */
+	}
+	struct strlist names = {0};
+	int rc = 0;
+	struct dirent *de;
+	errno = 0;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (strlist_add(&names, de->d_name) < 0) {
+			rc = -1;
+			goto out;
+		}
+	}
+	if (names.n > 1)
+		qsort(names.items, names.n, sizeof *names.items, cmp_name);
+	size_t base = path->len;
+	for (size_t i = 0; i < names.n && rc == 0; i++) {
+		const char *name = names.items[i];
+		struct stat st;
+		if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue; /* gone meanwhile */
+		path->len = base;
+		if (buf_printf(path, "%s%s", base ? "/" : "", name) < 0) {
+			rc = -1;
+			break;
+		}
+		struct workspace_entry e = {
+			.path = path->data, .name = name, .dirfd = dirfd(d),
+			.type = st.st_mode & S_IFMT, .size = st.st_size, .depth = depth,
+		};
+		int r = fn(arg, &e);
+		if (r < 0 || r == WORKSPACE_WALK_STOP) {
+			rc = r < 0 ? -1 : 1;
+			break;
+		}
+		if (r == WORKSPACE_WALK_SKIP || !S_ISDIR(st.st_mode) ||
+		    depth >= WORKSPACE_WALK_DEPTH)
+			continue;
+		int sub = openat(dirfd(d), name,
+				 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub >= 0)
+			rc = walk_dir(sub, path, depth + 1, fn, arg);
+	}
+	path->len = base;
+	if (path->data)
+		path->data[base] = '\0';
+out:
+	strlist_free(&names);
+	closedir(d);
+	return rc;
+}
+
+int workspace_walk(const struct workspace *ws, const char *dir, workspace_walk_fn fn,
+		   void *arg, struct buf *err)
+{
+	if (!dir || !*dir)
+		dir = ".";
+	char *rel = ws_relative(ws, dir, err);
+	if (!rel) {
+		errno = EINVAL;
+		return -1;
+	}
+	int dfd = ws_openat(ws, rel, O_RDONLY | O_DIRECTORY);
+	if (dfd < 0) {
+		int e = errno;
+		if (e == ENOTDIR) {
+			struct stat st;
+			int f = ws_openat(ws, rel, O_PATH);
+			if (f >= 0 && fstat(f, &st) == 0 && !S_ISDIR(st.st_mode))
+				ws_msg(err, "not a directory", dir);
+			else
+				ws_errno_msg(err, e, dir);
+			if (f >= 0)
+				close(f);
+		} else {
+			ws_errno_msg(err, e, dir);
+		}
+		free(rel);
+		errno = e;
+		return -1;
+	}
+	struct buf path = {0};
+	int rc = buf_puts(&path, strcmp(rel, ".") ? rel : "");
+	free(rel);
+	if (rc < 0) {
+		close(dfd);
+		buf_free(&path);
+		ws_errno_msg(err, ENOMEM, dir);
+		errno = ENOMEM;
+		return -1;
+	}
+	rc = walk_dir(dfd, &path, 1, fn, arg);
+	buf_free(&path);
+	if (rc < 0) {
+		ws_errno_msg(err, ENOMEM, dir);
+		errno = ENOMEM;
+	}
+	return rc;
 }

@@ -62,6 +62,53 @@ int workspace_read(const struct workspace *ws, const char *path, size_t max,
 int workspace_write(const struct workspace *ws, const char *path,
 		    const void *data, size_t len, struct buf *err);
 
+/* The model's path made relative to the root and normalised lexically
+ * ("." for the root itself), under the rules above (an absolute path
+ * outside, or a `..` climbing out, is refused). Returns a malloc'd string,
+ * or NULL with a message appended to err. */
+char *workspace_relative(const struct workspace *ws, const char *path, struct buf *err);
+
+/* Opens the model's path beneath the root with open(2) flags (O_CLOEXEC
+ * added). Returns the fd, or -1 with errno and a message appended to err. */
+int workspace_open_path(const struct workspace *ws, const char *path, int flags,
+			struct buf *err);
+
+/* How deep workspace_walk descends below its start. */
+#define WORKSPACE_WALK_DEPTH 64
+
+/* One entry met by workspace_walk. */
+struct workspace_entry {
+	const char *path; /* relative to the workspace root, e.g. "src/a.c" */
+	const char *name; /* its last component */
+	int dirfd;        /* the directory holding it: openat(dirfd, name, ...) */
+	mode_t type;      /* S_IFREG, S_IFDIR, S_IFLNK, ... of the entry itself */
+	off_t size;
+	int depth;        /* 1 for the entries of the start directory */
+};
+
+/* What a workspace_walk callback returns (or -1: out of memory, the walk
+ * ends). */
+enum {
+	WORKSPACE_WALK_NEXT, /* go on */
+	WORKSPACE_WALK_SKIP, /* do not enter this directory */
+	WORKSPACE_WALK_STOP, /* end the walk here */
+};
+typedef int (*workspace_walk_fn)(void *arg, const struct workspace_entry *e);
+
+/* Walks the directory at the model's path dir (resolved beneath the root as
+ * workspace_read resolves a file; NULL or "" is the root) depth first, each
+ * directory's entries in byte order of their names, calling fn for every
+ * entry below it (not for dir itself). Below the start nothing is followed:
+ * a symbolic link is reported as one and never entered, each directory is
+ * opened with O_NOFOLLOW from its parent's descriptor; a directory that
+ * cannot be opened is skipped; at most WORKSPACE_WALK_DEPTH levels are
+ * entered. Returns 0 when the walk went through, 1 when fn stopped it, or
+ * -1 with a message appended to err and errno set: dir cannot be walked
+ * (ENOTDIR when it is not a directory, ENOENT, EXDEV...) or memory ran out
+ * (ENOMEM, also when fn returned -1). */
+int workspace_walk(const struct workspace *ws, const char *dir, workspace_walk_fn fn,
+		   void *arg, struct buf *err);
+
 /* Releases the fd and strings; leaves ws closed. Safe to call again, and
  * after a failed workspace_open. */
 void workspace_close(struct workspace *ws);

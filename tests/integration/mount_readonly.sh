@@ -40,7 +40,7 @@ test_listing_and_reading() {
 	[ ! -e "$MNT/skills/greet/files/SKILL.md" ] || fail "SKILL.md repeated under files/"
 	grep -q '"trust": "first_party"' "$MNT/skills/greet/skill.json" || fail "skill.json lacks trust"
 	grep -q '"valid": true' "$MNT/skills/greet/skill.json" || fail "skill.json lacks validity"
-	assert_eq "$(grep -c . <<<"$(printf 'bash\npython\nterminal\nread\nwrite\nedit\nwebfetch\nrun_skill\nlearn_skill\nask_user\n')")" \
+	assert_eq "$(grep -c . <<<"$(printf 'bash\npython\nterminal\nread\nwrite\nedit\nglob\ngrep\nwebfetch\nrun_skill\nlearn_skill\nask_user\n')")" \
 		"$(wc -l <"$MNT/tools")" "tools file lists the built-in tools"
 	grep -rl 'git diff' "$MNT/skills" >"$T/grep.out" || fail "grep -r found nothing"
 	grep -q 'skills/git-review/SKILL.md' "$T/grep.out" || fail "grep -r missed SKILL.md"
