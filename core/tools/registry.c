@@ -19,7 +19,6 @@
 enum tool_impl {
 	IMPL_HERE,        /* tools_exec runs it */
 	IMPL_ENGINE,      /* the agent loop handles it (run_skill, ask_user) */
-	IMPL_UNAVAILABLE, /* not in this version */
 };
 
 struct tool_def {
@@ -318,8 +317,6 @@ const char *tools_unavailable_why(const char *name, const struct sandbox *sb)
 	const struct tool_def *d = find_def(name);
 	if (!d)
 		return "not a built-in tool";
-	if (d->impl == IMPL_UNAVAILABLE)
-		return "not implemented in this version of skillfs";
 	if (d->process && !sandbox_usable(sb))
 		return sb && sb->why ? sb->why : "no sandbox";
 	if (d->fn == tool_python && !sb->python)
@@ -374,10 +371,9 @@ int tools_settle(struct config *c, const struct sandbox *sb)
 		const char *why = tools_unavailable_why(defs[i].name, sb);
 		if (!why || !strlist_has(&c->registered_tools, defs[i].name))
 			continue;
-		/* A tool this version lacks is only listed as such in
-		 * `tools`; one the machine cannot confine is a warning. */
+		/* A process tool the machine cannot run is a warning too. */
 		if (config_tool_unavailable(c, defs[i].name, why) < 0 ||
-		    (defs[i].process && defs[i].impl != IMPL_UNAVAILABLE &&
+		    (defs[i].process &&
 		     strlist_addf(&c->warnings, "tool '%s' is not available: %s",
 				  defs[i].name, why) < 0))
 			goto oom;
@@ -402,9 +398,6 @@ int tools_exec(const struct tool_ctx *ctx, const char *name, json_t *args,
 	} else if (d->impl == IMPL_ENGINE) {
 		tool_fail_plain(&c, "tool '%s' is handled by the engine, not "
 			       "executed here", d->name);
-	} else if (d->impl == IMPL_UNAVAILABLE) {
-		tool_fail_plain(&c, "tool '%s' is not available in this version",
-			   d->name);
 	} else if (args && !json_is_object(args)) {
 		tool_fail(&c, "arguments must be a JSON object");
 	} else {

@@ -106,8 +106,7 @@ bool tools_is_process(const char *name);
 
 /* Why built-in tool name cannot work with sandbox sb (a process tool
  * without a usable sandbox, python without python3 in the sandbox's PATH,
- * terminal without any of its programs, or a tool not implemented in this
- * version), or NULL when it can. */
+ * terminal without any of its programs), or NULL when it can. */
 const char *tools_unavailable_why(const char *name, const struct sandbox *sb);
 
 /* Probes the sandbox for c's tools settings into *sb (sandbox_probe) and
@@ -128,8 +127,7 @@ int tools_settle(struct config *c, const struct sandbox *sb);
  * object, borrowed; NULL counts as {}). Every failure the model can cause or
  * should hear about becomes an error result naming the tool, e.g.
  * "read: no such file: a.txt" or "bash: missing required argument
- * 'command'"; run_skill and ask_user are refused as handled by the engine;
- * tools not implemented in this version give an error result saying so.
+ * 'command'"; run_skill and ask_user are refused as handled by the engine.
  * Returns 0 with *out filled, or -1 (out of memory) with out->text NULL.
  * Thread-safe. */
 int tools_exec(const struct tool_ctx *ctx, const char *name, json_t *args,
