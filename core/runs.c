@@ -461,6 +461,22 @@ static struct model *spare_take(struct spare *sp, const struct snapshot *s)
 	return m;
 }
 
+/* workdir_check under config c: its roots, and nothing skillfs keeps to
+ * itself (the state directory, the skill sources). */
+static int check_workdir(struct runs *r, const struct config *c, const char *path,
+			 char **resolved, char **why)
+{
+	struct strlist avoid = { 0 };
+	int rc = strlist_add(&avoid, r->state_dir) < 0 ? -ENOMEM : 0;
+	for (size_t i = 0; rc == 0 && i < c->nsources; i++)
+		if (strlist_add(&avoid, c->sources[i].path) < 0)
+			rc = -ENOMEM;
+	if (rc == 0)
+		rc = workdir_check(&c->workdir_roots, path, &avoid, resolved, why);
+	strlist_free(&avoid);
+	return rc;
+}
+
 /* Runs (or resumes) run; queued says it was taken from the queue not yet
  * started, as far as memory knows (the store decides). */
 static void execute(struct runs *r, struct run *run, bool queued, struct spare *spare)
@@ -559,8 +575,7 @@ static void execute(struct runs *r, struct run *run, bool queued, struct spare *
 	 * still where it led when it was written. */
 	if (row.workdir) {
 		char *why = NULL;
-		int wrc = workdir_check(&c->workdir_roots, row.workdir, r->state_dir, &workdir,
-					&why);
+		int wrc = check_workdir(r, c, row.workdir, &workdir, &why);
 		if (wrc == 0 && strcmp(workdir, row.workdir) != 0) {
 			snprintf(msg, sizeof msg, "workdir %s now leads to %s: the run cannot "
 				 "start (write the workdir again)", row.workdir, workdir);
@@ -1639,8 +1654,7 @@ static int take_workdir(struct runs *r, const char *id, uint64_t serial, uint64_
 		why = strdup("workdir holds one absolute path, on one line");
 	} else if (rc == 0 && lines.n == 1) {
 		struct snapshot *s = engine_snapshot(r->engine);
-		rc = workdir_check(&snapshot_config(s)->workdir_roots, lines.items[0], r->state_dir,
-				   &resolved, &why);
+		rc = check_workdir(r, snapshot_config(s), lines.items[0], &resolved, &why);
 		snapshot_unref(s);
 	}
 	if (rc == 0) {

@@ -43,7 +43,58 @@ static int roots_text(const struct strlist *roots, struct buf *out)
 	return buf_puts(out, "");
 }
 
-int workdir_check(const struct strlist *roots, const char *path, const char *avoid,
+/* Undoes the octal escapes of a mountinfo field (\040 for a space...) in
+ * place. */
+static void unescape(char *s)
+{
+	char *o = s;
+	for (char *p = s; *p; p++) {
+		if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' &&
+		    p[3] >= '0' && p[3] <= '7') {
+			*o++ = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+			p += 3;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o = '\0';
+}
+
+/* The mount point of a skillfs mount (file system type fuse.skillfs) at or
+ * below dir, or above it, in *out (malloc'd; NULL when there is none).
+ * Returns 0, or -ENOMEM. A mount table that cannot be read finds none. */
+static int skillfs_mount_overlapping(const char *dir, char **out)
+{
+	*out = NULL;
+	FILE *fp = fopen("/proc/self/mountinfo", "re");
+	if (!fp)
+		return 0;
+	char *line = NULL;
+	size_t cap = 0;
+	int rc = 0;
+	while (!*out && getline(&line, &cap, fp) > 0) {
+		/* id parent major:minor root mountpoint options [optional...] -
+		 * fstype source superoptions */
+		char *save = NULL, *f[5] = {0};
+		char *tok = strtok_r(line, " ", &save);
+		for (int i = 0; tok && i < 5; i++, tok = strtok_r(NULL, " ", &save))
+			f[i] = tok;
+		while (tok && strcmp(tok, "-") != 0)
+			tok = strtok_r(NULL, " ", &save);
+		char *type = tok ? strtok_r(NULL, " ", &save) : NULL;
+		if (!f[4] || !type || strcmp(type, "fuse.skillfs") != 0)
+			continue;
+		unescape(f[4]);
+		if ((workdir_is_within(f[4], dir) || workdir_is_within(dir, f[4])) &&
+		    !(*out = strdup(f[4])))
+			rc = -ENOMEM;
+	}
+	free(line);
+	fclose(fp);
+	return rc;
+}
+
+int workdir_check(const struct strlist *roots, const char *path, const struct strlist *avoid,
 		  char **resolved, char **why)
 {
 	*resolved = NULL;
@@ -95,17 +146,28 @@ int workdir_check(const struct strlist *roots, const char *path, const char *avo
 		free(real);
 		return rc;
 	}
-	if (avoid) {
-		char *av = realpath(avoid, NULL);
+	for (size_t i = 0; avoid && i < avoid->n; i++) {
+		char *av = realpath(avoid->items[i], NULL);
 		bool clash = av && (workdir_is_within(real, av) || workdir_is_within(av, real));
 		if (clash) {
-			int rc = refuse(why, "workdir %.*s overlaps skillfs's state directory "
-					"%s: refused", QUOTE_MAX, path, av);
+			int rc = refuse(why, "workdir %.*s overlaps %s, which skillfs keeps to "
+					"itself (its state directory or a skill source): refused",
+					QUOTE_MAX, path, av);
 			free(av);
 			free(real);
 			return rc;
 		}
 		free(av);
+	}
+	char *mnt = NULL;
+	int rc = skillfs_mount_overlapping(real, &mnt);
+	if (rc == 0 && mnt)
+		rc = refuse(why, "workdir %.*s is in or holds the skillfs mount %s, which "
+			    "its tools would reach: refused", QUOTE_MAX, path, mnt);
+	free(mnt);
+	if (rc < 0) {
+		free(real);
+		return rc;
 	}
 	*resolved = real;
 	return 0;

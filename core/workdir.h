@@ -15,13 +15,16 @@
  * directories; their own symbolic links are resolved here, and a root
  * that does not exist admits nothing). path is resolved with realpath(3)
  * and must then be a directory equal to or inside a resolved root. avoid
- * (may be NULL) is a directory of the daemon's own (the state directory)
- * that the workdir may neither be, lie inside, nor contain.
+ * (may be NULL) lists directories skillfs keeps to itself (the state
+ * directory, the skill sources: a model writing there could change its
+ * own grants) that the workdir may neither be, lie inside, nor contain;
+ * nor may it be in or contain a skillfs mount (/proc/self/mountinfo),
+ * through which the tools could drive runs, approvals included.
  * Returns 0 with *resolved the resolved path (malloc'd); -EINVAL with *why
  * a malloc'd reason a user can act on, e.g. "runs.workdir_roots is empty:
  * workdir is off" or "/tmp/x is not under runs.workdir_roots (/srv/p)"
  * (*why NULL when out of memory meanwhile); or -ENOMEM. */
-int workdir_check(const struct strlist *roots, const char *path, const char *avoid,
+int workdir_check(const struct strlist *roots, const char *path, const struct strlist *avoid,
 		  char **resolved, char **why);
 
 /* Whether the absolute, normalised path p is dir itself or inside it. */

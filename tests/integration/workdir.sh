@@ -130,6 +130,24 @@ PY
 	expect_fail "Permission denied" sh -c "echo $T/projects >'$MNT/runs/r1/workdir'"
 }
 
+# What skillfs keeps to itself is never a workdir, even under a root: the
+# skill sources (a model could widen its own grants), the state directory
+# (other runs), and a directory holding the mount (the tools could drive
+# runs and approve their own calls).
+test_workdir_never_reaches_skillfs_itself() {
+	write_config "[.]"
+	mkdir -p "$T/free"
+	start_with || return
+	mkdir "$MNT/runs/r1" || return
+	refused r1 "$T/skills" "which skillfs keeps to itself"
+	refused r1 "$T/skills/hello" "which skillfs keeps to itself"
+	refused r1 "$T/state" "which skillfs keeps to itself"
+	refused r1 "$T" "which skillfs keeps to itself"
+	refused r1 "$MNT" "is in or holds the skillfs mount"
+	refused r1 "$MNT/runs" "is in or holds the skillfs mount"
+	echo "$T/free" >"$MNT/runs/r1/workdir" || fail "a free directory under the root was refused"
+}
+
 # A run in a git repository the test made: bash runs git log there and
 # sees the commit, and a file it writes lands in the project on the host;
 # the workspace stays the scratch place.
