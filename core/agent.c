@@ -26,6 +26,7 @@
 
 #include "budget.h"
 #include "mode.h"
+#include "skilldirs.h"
 #include "tools.h"
 
 #define SKILL_RUN_PREFIX "/skill:run:"
@@ -56,6 +57,7 @@ struct agent {
 	json_t *usage; /* the run's token usage so far, summed; or NULL */
 	char *err;     /* why STEP_ERR */
 	struct budget budget;
+	struct skilldirs skills; /* whose files the tools may read (/skills) */
 };
 
 struct chat {
@@ -180,6 +182,21 @@ static int expand_arguments(struct buf *out, const char *body,
 				args);
 	if (rc == 0 && !out->data)
 		rc = buf_puts(out, "");
+	return rc;
+}
+
+/* Appends the line saying where the tools find skill s's own files
+ * ("Base directory of this skill: /skills/<name> ..."), what being "skill"
+ * or "sub-skill"; nothing when they are not in reach. */
+static int put_base_dir(const struct agent *a, const struct skill *s, const char *what,
+			struct buf *out)
+{
+	char *base = skilldirs_base(&a->skills, s);
+	if (!base)
+		return errno == ENOMEM ? -1 : 0;
+	int rc = buf_printf(out, "Base directory of this %s: %s (read-only; its scripts/ "
+			    "and references/ are there)\n\n", what, base);
+	free(base);
 	return rc;
 }
 
@@ -431,6 +448,8 @@ static int subagent_system(const struct agent *a, const struct catalog_entry *e,
 		"user's message. Your final reply is returned to the agent that "
 		"called you.\n\n", s->name);
 	if (rc == 0)
+		rc = put_base_dir(a, s, "skill", out);
+	if (rc == 0)
 		rc = expand_arguments(out, s->body, task, false);
 	if (rc == 0)
 		rc = strlist_add(&seen, s->name);
@@ -447,8 +466,11 @@ static int subagent_system(const struct agent *a, const struct catalog_entry *e,
 			continue;
 		rc = strlist_add(&seen, sub->name);
 		if (rc == 0)
-			rc = buf_printf(out, "\n\n## Sub-skill: %s\n\n%s", sub->name,
-					sub->body ? sub->body : "");
+			rc = buf_printf(out, "\n\n## Sub-skill: %s\n\n", sub->name);
+		if (rc == 0)
+			rc = put_base_dir(a, sub, "sub-skill", out);
+		if (rc == 0)
+			rc = buf_puts(out, sub->body ? sub->body : "");
 	}
 	strlist_free(&seen);
 	return rc;
@@ -912,7 +934,8 @@ static int call_run_skill(struct chat *c, json_int_t msg_seq, const char *call_i
 		/* R11: the body is the result; the caller carries on. */
 		buf_free(&r->text);
 		r->is_error = false;
-		rc = expand_arguments(&r->text, e->skill->body, task, true) < 0
+		rc = put_base_dir(a, e->skill, "skill", &r->text) < 0 ||
+		     expand_arguments(&r->text, e->skill->body, task, true) < 0
 			     ? oom(a) : STEP_OK;
 	} else {
 		char *result = NULL;
@@ -1016,6 +1039,9 @@ static int handle_call(struct chat *c, size_t ai, size_t k)
 		const struct grant_tool *gt = grants_find(a->env->allow, tool);
 		struct tool_ctx tc = {
 			.workspace = a->env->workspace,
+			.workdir = a->env->workdir,
+			.skills = a->skills.items,
+			.nskills = a->skills.n,
 			.sandbox = a->env->sandbox,
 			.argv_only = gt && !gt->unrestricted,
 			.timeout_ms = config_tool_timeout_ms(a->env->config, tool),
@@ -1271,7 +1297,8 @@ static int first_user_message(struct chat *c, const char *prompt, char **user)
 		goto out;
 	}
 	if (mode_decide(e->skill, a->env->config->execution_mode).mode == EXEC_INLINE) {
-		rc = expand_arguments(&b, e->skill->body, args, true) < 0 ? oom(a) : STEP_OK;
+		rc = put_base_dir(a, e->skill, "skill", &b) < 0 ||
+		     expand_arguments(&b, e->skill->body, args, true) < 0 ? oom(a) : STEP_OK;
 	} else {
 		bool failed = false;
 		rc = run_subagent(a, c, 0, NULL, e, args, &result, &failed);
@@ -1423,6 +1450,11 @@ int agent_run(const struct agent_env *env, const char *run_id)
 		rc = fail_err(&a, rc, err);
 		goto done;
 	}
+	if (skilldirs_build(env->catalog, &env->res->eff, env->config->min_trust,
+			    &a.skills) < 0) {
+		rc = oom(&a);
+		goto done;
+	}
 	mc.id = chat_id;
 	rc = STEP_OK;
 	for (size_t i = 0; rc == STEP_OK && i < env->allow->n; i++)
@@ -1461,6 +1493,14 @@ int agent_run(const struct agent_env *env, const char *run_id)
 		}
 		json_decref(first);
 	}
+	if (rc == STEP_OK && a.skills.left_out && row.started_at == 0) {
+		char *note = model_strdupf("only %d of the run's %zu skills have their files in "
+					   "reach of the tools (%s/<name>): the first %d",
+					   TOOLS_SKILLS_MAX, a.skills.n + a.skills.left_out,
+					   TOOLS_SKILLS, TOOLS_SKILLS_MAX);
+		rc = note ? log_event(&a, "note", json_pack("{s:s}", "text", note)) : oom(&a);
+		free(note);
+	}
 	if (rc == STEP_OK && json_array_size(mc.msgs) == 1) {
 		rc = first_user_message(&mc, row.prompt ? row.prompt : "", &user);
 		if (rc == STEP_OK)
@@ -1481,6 +1521,7 @@ done:
 	free(user);
 	free(chat_id);
 	json_decref(a.usage);
+	skilldirs_free(&a.skills);
 	free(a.err);
 	return out;
 }

@@ -31,6 +31,9 @@ struct agent_env {
 	                                     it from the store; NULL: read here */
 	const char *workspace;            /* absolute; made by the first tool
 	                                     that needs it */
+	const char *workdir;              /* the project directory the tools
+	                                     work in (absolute, resolved,
+	                                     checked), or NULL: the workspace */
 	bool have_python;                 /* R13 */
 	const struct tool_schemas *tool_schemas; /* shared and never changed;
 	                                     NULL: parsed and encoded per chat */

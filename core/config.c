@@ -983,13 +983,41 @@ static int parse_runs_budget(struct ctx *x, const yaml_node_t *n)
 	return 0;
 }
 
+/* runs.workdir_roots: a list of directories (relative ones against the
+ * config file's directory), each kept once. */
+static int parse_workdir_roots(struct ctx *x, const yaml_node_t *n)
+{
+	char k[KEY_MAX];
+	if (want_seq(x, n, "runs.workdir_roots") < 0)
+		return -1;
+	for (size_t i = 0; i < seq_len(n); i++) {
+		yaml_node_t *item = seq_item(x, n, i);
+		const char *path;
+		key_index(k, "runs.workdir_roots", i);
+		if (!item)
+			return fail(x, n, k, "malformed list");
+		if (get_str(x, item, k, false, &path) < 0)
+			return -1;
+		char *abs = path_resolve(x->base_dir, path);
+		if (!abs)
+			return fail_oom(x);
+		if (strlist_has(&x->c->workdir_roots, abs)) {
+			free(abs);
+			continue;
+		}
+		if (strlist_add_owned(&x->c->workdir_roots, abs) < 0)
+			return fail_oom(x);
+	}
+	return 0;
+}
+
 static int parse_runs(struct ctx *x, const yaml_node_t *n)
 {
 	static const char *const names[] = {"workers", "max_turns", "prompt_max_bytes",
-					    "budget"};
-	yaml_node_t *f[4];
+					    "budget", "workdir_roots"};
+	yaml_node_t *f[5];
 	struct config *c = x->c;
-	if (get_fields(x, n, "runs", names, 4, f) < 0)
+	if (get_fields(x, n, "runs", names, 5, f) < 0)
 		return -1;
 	if (f[0] && get_int(x, f[0], "runs.workers", 1, WORKERS_MAX, &c->workers) < 0)
 		return -1;
@@ -999,6 +1027,8 @@ static int parse_runs(struct ctx *x, const yaml_node_t *n)
 			     &c->prompt_max_bytes) < 0)
 		return -1;
 	if (f[3] && parse_runs_budget(x, f[3]) < 0)
+		return -1;
+	if (f[4] && parse_workdir_roots(x, f[4]) < 0)
 		return -1;
 	return 0;
 }
@@ -1546,6 +1576,7 @@ void config_free(struct config *c)
 	free(c->model.model);
 	free(c->model.api_key_env);
 	free(c->state_path);
+	strlist_free(&c->workdir_roots);
 	for (size_t i = 0; i < c->nconfigs; i++) {
 		for (size_t j = 0; j < c->configs[i].n; j++)
 			free(c->configs[i].att[j].name);

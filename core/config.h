@@ -151,6 +151,10 @@ struct config {
 	int max_turns;
 	long prompt_max_bytes;
 	struct run_budget budget; /* runs.budget */
+	/* runs.workdir_roots: absolute, normalised by their text (symbolic
+	 * links are resolved when a workdir is checked); empty: runs/<id>/
+	 * workdir is off. */
+	struct strlist workdir_roots;
 	char *state_path; /* absolute, or NULL = default location */
 
 	struct configuration *configs; /* in file order */

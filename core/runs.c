@@ -25,6 +25,7 @@
 #include "resolution.h"
 #include "store.h"
 #include "tools.h"
+#include "workdir.h"
 #include "workspace.h"
 
 #define INPUT_MAX (256 * 1024)
@@ -54,6 +55,9 @@ struct run {
 	bool input_written;
 	struct buf config_file; /* config / skills bytes as written, before */
 	struct buf skills_file; /* they are checked and taken */
+	char *workdir;          /* the project directory, resolved; NULL: none */
+	struct buf workdir_file; /* workdir bytes as written */
+	uint64_t workdir_gen;   /* counts changes of workdir_file */
 	bool busy;             /* a worker is running it */
 	bool cancel_requested; /* ctl cancel while busy */
 };
@@ -73,6 +77,7 @@ struct waiter {
 struct runs {
 	struct engine *engine;
 	struct store *store;
+	char *state_dir;  /* the state database's directory */
 	char *workspaces; /* directory holding one workspace per run */
 	struct tool_schemas tool_schemas; /* parsed and encoded once (agent_env) */
 
@@ -149,6 +154,8 @@ static void run_free(struct run *run)
 	buf_free(&run->input);
 	buf_free(&run->config_file);
 	buf_free(&run->skills_file);
+	buf_free(&run->workdir_file);
+	free(run->workdir);
 	free(run->config);
 	strlist_free(&run->forced);
 	free(run);
@@ -454,6 +461,22 @@ static struct model *spare_take(struct spare *sp, const struct snapshot *s)
 	return m;
 }
 
+/* workdir_check under config c: its roots, and nothing skillfs keeps to
+ * itself (the state directory, the skill sources). */
+static int check_workdir(struct runs *r, const struct config *c, const char *path,
+			 char **resolved, char **why)
+{
+	struct strlist avoid = { 0 };
+	int rc = strlist_add(&avoid, r->state_dir) < 0 ? -ENOMEM : 0;
+	for (size_t i = 0; rc == 0 && i < c->nsources; i++)
+		if (strlist_add(&avoid, c->sources[i].path) < 0)
+			rc = -ENOMEM;
+	if (rc == 0)
+		rc = workdir_check(&c->workdir_roots, path, &avoid, resolved, why);
+	strlist_free(&avoid);
+	return rc;
+}
+
 /* Runs (or resumes) run; queued says it was taken from the queue not yet
  * started, as far as memory knows (the store decides). */
 static void execute(struct runs *r, struct run *run, bool queued, struct spare *spare)
@@ -492,6 +515,7 @@ static void execute(struct runs *r, struct run *run, bool queued, struct spare *
 	struct grants stored = { 0 }, allow = { 0 };
 	bool have_stored = false;
 	const char **forced = NULL;
+	char *workdir = NULL;
 
 	const struct configuration *cfg = config_find(c, row.config);
 	if (!cfg) {
@@ -547,6 +571,24 @@ static void execute(struct runs *r, struct run *run, bool queued, struct spare *
 		goto out;
 	}
 	workspace_close(&wsd);
+	/* The workdir: still a directory under the roots in force now, and
+	 * still where it led when it was written. */
+	if (row.workdir) {
+		char *why = NULL;
+		int wrc = check_workdir(r, c, row.workdir, &workdir, &why);
+		if (wrc == 0 && strcmp(workdir, row.workdir) != 0) {
+			snprintf(msg, sizeof msg, "workdir %s now leads to %s: the run cannot "
+				 "start (write the workdir again)", row.workdir, workdir);
+		} else if (wrc < 0) {
+			snprintf(msg, sizeof msg, "%s: the run cannot start",
+				 why ? why : "out of memory");
+		}
+		free(why);
+		if (wrc < 0 || strcmp(workdir, row.workdir) != 0) {
+			fail_run(r, id, from, msg);
+			goto out;
+		}
+	}
 	struct agent_env env = {
 		.store = r->store,
 		.model = model,
@@ -556,6 +598,7 @@ static void execute(struct runs *r, struct run *run, bool queued, struct spare *
 		.allow = &allow,
 		.row = &row,
 		.workspace = ws,
+		.workdir = workdir,
 		.have_python = s->have_python,
 		.tool_schemas = &r->tool_schemas,
 		.start_mode = c->execution_mode == EXEC_SUBAGENT ? "subagent" : "inline",
@@ -578,6 +621,7 @@ out:
 		grants_free(&stored);
 	resolution_free(owned);
 	free(forced);
+	free(workdir);
 	snapshot_unref(s);
 	run_row_free(&row);
 	refresh_from_worker(r, id);
@@ -699,6 +743,9 @@ struct runs *runs_open(struct engine *e, const char *state_path, char **err)
 		r->workspaces = NULL;
 		goto oom;
 	}
+	r->state_dir = realpath(dir, NULL);
+	if (!r->state_dir && !(r->state_dir = strdup(dir)))
+		goto oom;
 	rc = workspace_mkdirs(r->workspaces, 0700) < 0 ? -errno : 0;
 	if (rc < 0) {
 		if (asprintf(err, "cannot create %s: %s", r->workspaces, strerror(-rc)) < 0)
@@ -751,6 +798,10 @@ struct runs *runs_open(struct engine *e, const char *state_path, char **err)
 				for (size_t k = 0; k < json_array_size(row.forced_skills); k++)
 					strlist_add(&run->forced,
 						    json_string_value(json_array_get(row.forced_skills, k)));
+				if (row.workdir &&
+				    (!(run->workdir = strdup(row.workdir)) ||
+				     buf_printf(&run->workdir_file, "%s\n", row.workdir) < 0))
+					bad = 1;
 				run_row_free(&row);
 				if (!run->config)
 					bad = 1;
@@ -855,6 +906,7 @@ void runs_close(struct runs *r)
 	free(r->runs);
 	strlist_free(&r->queue);
 	free(r->workspaces);
+	free(r->state_dir);
 	tool_schemas_free(&r->tool_schemas);
 	pthread_cond_destroy(&r->work);
 	pthread_mutex_destroy(&r->lock);
@@ -987,6 +1039,7 @@ struct run_view {
 	struct buf prompt;
 	char config[CONFIG_NAME_MAX + 1];
 	struct buf forced; /* one per line */
+	char *workdir;     /* NULL: none */
 	bool busy;
 };
 
@@ -1007,6 +1060,8 @@ static int run_view_get(struct runs *r, const char *id, struct run_view *v)
 			rc = buf_append(&v->prompt, run->prompt.data, run->prompt.len);
 		for (size_t i = 0; rc == 0 && i < run->forced.n; i++)
 			rc = buf_printf(&v->forced, "%s\n", run->forced.items[i]);
+		if (rc == 0 && run->workdir && !(v->workdir = strdup(run->workdir)))
+			rc = -1;
 		if (rc < 0)
 			rc = -ENOMEM;
 	}
@@ -1018,6 +1073,7 @@ static void run_view_free(struct run_view *v)
 {
 	buf_free(&v->prompt);
 	buf_free(&v->forced);
+	free(v->workdir);
 }
 
 static int iso_time(struct buf *b, int64_t ns)
@@ -1070,6 +1126,7 @@ static int render_info(struct runs *r, const struct run_row *row, struct buf *ou
 	json_object_set_new(j, "state", json_string(runstate_name(row->state)));
 	json_object_set_new(j, "config", json_string(row->config ? row->config : "default"));
 	json_object_set_new(j, "forced_skills", json_incref(row->forced_skills));
+	json_object_set_new(j, "workdir", row->workdir ? json_string(row->workdir) : json_null());
 	json_object_set_new(j, "mode", row->mode ? json_string(row->mode) : json_null());
 	json_object_set_new(j, "chat_id", row->chat_id ? json_string(row->chat_id) : json_null());
 	json_object_set_new(j, "model", row->model ? json_string(row->model) : json_null());
@@ -1152,6 +1209,7 @@ static const struct {
 	{ "subagents", SHOWN_IF_CHATS },
 	{ "transcript", SHOWN_ALWAYS },
 	{ "wait", SHOWN_ALWAYS },
+	{ "workdir", SHOWN_ALWAYS },
 };
 
 bool runs_file_always_present(const char *name)
@@ -1208,6 +1266,11 @@ static int run_file(struct runs *r, const struct run_view *v, const struct run_r
 				rc = buf_printf(out, "%s\n",
 						json_string_value(json_array_get(row->forced_skills, i)));
 		}
+	} else if (strcmp(name, "workdir") == 0) {
+		f->perm = created ? 0644 : 0444;
+		const char *w = created ? v->workdir : row->workdir;
+		if (w)
+			rc = buf_printf(out, "%s\n", w);
 	} else if (strcmp(name, "ctl") == 0) {
 		f->perm = runstate_is_terminal(v->state) ? 0444 : 0644;
 	} else if (strcmp(name, "input") == 0) {
@@ -1305,7 +1368,7 @@ static bool needs_store(const struct run_view *v, const char *sub, bool listing)
 		return false;
 	if (v->state == RUNSTATE_CREATED &&
 	    (strcmp(sub, "prompt") == 0 || strcmp(sub, "config") == 0 ||
-	     strcmp(sub, "skills") == 0))
+	     strcmp(sub, "skills") == 0 || strcmp(sub, "workdir") == 0))
 		return false;
 	return true;
 }
@@ -1581,9 +1644,118 @@ static int writable_locked(const struct run *run, const char *name)
 	if (strcmp(name, "input") == 0)
 		return run->state == RUNSTATE_WAITING_FOR_INPUT ? 0 : -EACCES;
 	if (strcmp(name, "prompt") == 0 || strcmp(name, "config") == 0 ||
-	    strcmp(name, "skills") == 0)
+	    strcmp(name, "skills") == 0 || strcmp(name, "workdir") == 0)
 		return run->state == RUNSTATE_CREATED ? 0 : -EACCES;
 	return -EACCES;
+}
+
+/* The longest workdir file: one path and its newline. */
+#define WORKDIR_FILE_MAX (PATH_MAX + 1)
+
+/* Checks text as the content of runs/<id>/workdir (blank: no workdir) and
+ * takes it, when run id is still the one of serial, still created, and
+ * its workdir file still at generation gen. Called without the lock held:
+ * the check resolves the path, which may lead anywhere (a slow disk, this
+ * very mount). Returns 0 or a negative errno, with nothing changed on
+ * error: -EINVAL when the path is refused, its reason then logged as an
+ * event "workdir_refused" {"path", "reason"} (a write can only say
+ * EINVAL), -EBUSY when another write changed the file meanwhile. */
+static int take_workdir(struct runs *r, const char *id, uint64_t serial, uint64_t gen,
+			struct buf *text)
+{
+	struct strlist lines = { 0 };
+	char *resolved = NULL, *why = NULL;
+	int rc = split_lines(text->data ? text->data : "", text->len, &lines);
+	if (rc == 0 && lines.n > 1) {
+		rc = -EINVAL;
+		why = strdup("workdir holds one absolute path, on one line");
+	} else if (rc == 0 && lines.n == 1) {
+		struct snapshot *s = engine_snapshot(r->engine);
+		rc = check_workdir(r, snapshot_config(s), lines.items[0], &resolved, &why);
+		snapshot_unref(s);
+	}
+	if (rc == 0) {
+		pthread_mutex_lock(&r->lock);
+		struct run *run = run_find(r, id);
+		if (!run || run->serial != serial)
+			rc = -ENOENT;
+		else if ((rc = writable_locked(run, "workdir")) < 0)
+			; /* started meanwhile */
+		else if (run->workdir_gen != gen)
+			rc = -EBUSY;
+		else if ((rc = store_run_set_workdir(r->store, id, resolved, NULL)) == 0) {
+			free(run->workdir);
+			run->workdir = resolved;
+			resolved = NULL;
+			buf_free(&run->workdir_file);
+			run->workdir_file = *text;
+			*text = (struct buf){ 0 };
+			run->workdir_gen++;
+			clock_gettime(CLOCK_REALTIME, &run->changed);
+		}
+		pthread_mutex_unlock(&r->lock);
+		if (rc == 0)
+			refresh(r, id);
+	} else if (rc == -EINVAL && why) {
+		json_t *ev = json_pack("{s:s?, s:s}", "path", lines.n == 1 ? lines.items[0] : NULL,
+				       "reason", why);
+		if (ev)
+			store_event_append(r->store, id, "workdir_refused", ev, NULL, NULL);
+		json_decref(ev);
+	}
+	strlist_free(&lines);
+	free(resolved);
+	free(why);
+	return rc;
+}
+
+/* A write of runs/<id>/workdir (D9: checked now). */
+static ssize_t write_workdir(struct runs *r, const char *id, const char *data, size_t len,
+			     off_t off)
+{
+	if ((uint64_t)off + len > WORKDIR_FILE_MAX)
+		return -EFBIG;
+	if (has_nul(data, len))
+		return -EINVAL;
+	struct buf tmp = { 0 };
+	uint64_t serial = 0, gen = 0;
+	pthread_mutex_lock(&r->lock);
+	struct run *run = run_find(r, id);
+	int rc = run ? writable_locked(run, "workdir") : -ENOENT;
+	if (rc == 0) {
+		rc = apply_write(&run->workdir_file, data, len, off, &tmp);
+		serial = run->serial;
+		gen = run->workdir_gen;
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (rc == 0)
+		rc = take_workdir(r, id, serial, gen, &tmp);
+	buf_free(&tmp);
+	return rc < 0 ? rc : (ssize_t)len;
+}
+
+/* A truncate of runs/<id>/workdir: what is left is checked again (to
+ * nothing: the run has no workdir). */
+static int truncate_workdir(struct runs *r, const char *id, off_t size)
+{
+	struct buf cut = { 0 };
+	uint64_t serial = 0, gen = 0;
+	bool shorter = false;
+	pthread_mutex_lock(&r->lock);
+	struct run *run = run_find(r, id);
+	int rc = run ? writable_locked(run, "workdir") : -ENOENT;
+	if (rc == 0 && (size_t)size < run->workdir_file.len) {
+		shorter = true;
+		if (buf_append(&cut, run->workdir_file.data, (size_t)size) < 0)
+			rc = -ENOMEM;
+		serial = run->serial;
+		gen = run->workdir_gen;
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (rc == 0 && shorter)
+		rc = take_workdir(r, id, serial, gen, &cut);
+	buf_free(&cut);
+	return rc;
 }
 
 ssize_t runs_write(struct runs *r, const char *id, const char *name, const char *data,
@@ -1591,6 +1763,8 @@ ssize_t runs_write(struct runs *r, const char *id, const char *name, const char 
 {
 	if (off < 0)
 		return -EINVAL;
+	if (strcmp(name, "workdir") == 0)
+		return write_workdir(r, id, data, len, off);
 	struct snapshot *s = engine_snapshot(r->engine);
 	long prompt_max = snapshot_config(s)->prompt_max_bytes;
 	snapshot_unref(s);
@@ -1707,6 +1881,8 @@ int runs_truncate(struct runs *r, const char *id, const char *name, off_t size)
 {
 	if (size < 0)
 		return -EINVAL;
+	if (strcmp(name, "workdir") == 0)
+		return truncate_workdir(r, id, size);
 	pthread_mutex_lock(&r->lock);
 	struct run *run = run_find(r, id);
 	int rc = 0;

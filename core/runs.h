@@ -144,9 +144,12 @@ int runs_readdir(struct runs *r, const char *id, const char *sub, struct strlist
  * not exist (yet). */
 int runs_stat_file(struct runs *r, const char *id, const char *sub, struct run_file *f);
 
-/* Writes to runs/<id>/<name> (prompt, config, skills, ctl, input),
- * validated at once (D9): -EACCES when the file is read-only now, -EINVAL
- * for an unknown configuration, skill or command, -EFBIG over a size cap.
+/* Writes to runs/<id>/<name> (prompt, config, skills, workdir, ctl,
+ * input), validated at once (D9): -EACCES when the file is read-only now,
+ * -EINVAL for an unknown configuration, skill or command, or a workdir
+ * workdir_check refuses (its reason is logged as an event
+ * "workdir_refused" {"path", "reason"}), -EFBIG over a size cap.
+ * A workdir is stored resolved; `: > workdir` takes it away.
  * Returns the bytes taken or a negative errno; nothing changes on error. */
 ssize_t runs_write(struct runs *r, const char *id, const char *name, const char *data,
 		   size_t len, off_t off);

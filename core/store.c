@@ -133,6 +133,9 @@ static const char *const migrations[] = {
 	 * runs made before, which belong to the daemon's user. */
 	"ALTER TABLE runs ADD COLUMN owner_uid INTEGER;"
 	"ALTER TABLE runs ADD COLUMN owner_gid INTEGER;",
+	/* 5 -> 6: the project directory the run works in (runs/<id>/
+	 * workdir); NULL for runs without one, as every older run is. */
+	"ALTER TABLE runs ADD COLUMN workdir TEXT;",
 };
 
 _Static_assert(sizeof migrations / sizeof *migrations == STORE_SCHEMA_VERSION,
@@ -756,6 +759,8 @@ static int read_run(sqlite3_stmt *s, struct run_row *r, char **err)
 	}
 	if (rc == 0)
 		rc = col_owner(s, 20, &r->owner_gid, id, err);
+	if (rc == 0)
+		rc = col_str(s, 21, &r->workdir, err);
 	return rc;
 }
 
@@ -771,7 +776,7 @@ int store_run_get(struct store *st, const char *id, struct run_row *out,
 		"SELECT id, seq, config, prompt, forced_skills, allowed_tools, "
 		"state, mode, chat_id, model, error, result, pending, input, "
 		"usage, created_at, updated_at, started_at, finished_at, "
-		"owner_uid, owner_gid FROM runs WHERE id = ?1", &s, err);
+		"owner_uid, owner_gid, workdir FROM runs WHERE id = ?1", &s, err);
 	if (rc == 0) {
 		sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
 		int step = sqlite3_step(s);
@@ -806,6 +811,7 @@ void run_row_free(struct run_row *r)
 	json_decref(r->pending);
 	free(r->input);
 	json_decref(r->usage);
+	free(r->workdir);
 	memset(r, 0, sizeof *r);
 }
 
@@ -960,6 +966,20 @@ int store_run_set_config(struct store *st, const char *id, const char *config,
 	return set_created_field(st, id,
 		"UPDATE runs SET config = ?1, updated_at = ?2 WHERE id = ?3",
 		config, "change its config", err);
+}
+
+int store_run_set_workdir(struct store *st, const char *id, const char *workdir,
+			  char **err)
+{
+	if (empty(id))
+		return no_run("", err);
+	if (workdir && workdir[0] != '/') {
+		set_err(err, "a workdir must be an absolute path");
+		return -EINVAL;
+	}
+	return set_created_field(st, id,
+		"UPDATE runs SET workdir = ?1, updated_at = ?2 WHERE id = ?3",
+		workdir, "change its workdir", err);
 }
 
 int store_run_set_forced_skills(struct store *st, const char *id,

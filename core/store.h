@@ -15,6 +15,8 @@
  *      by (run_id, seq) alone (WITHOUT ROWID)
  *   5  runs.owner_uid, runs.owner_gid: who made the run (NULL for rows
  *      written before: the daemon's user owns those)
+ *   6  runs.workdir: the project directory the run works in (NULL: none,
+ *      as for every row written before)
  * A database of a newer version than STORE_SCHEMA_VERSION is refused.
  *
  * Durability: WAL journal with synchronous=NORMAL. Every call returns only
@@ -47,7 +49,7 @@
 #include "runstate.h"
 #include "strlist.h"
 
-#define STORE_SCHEMA_VERSION 5
+#define STORE_SCHEMA_VERSION 6
 
 struct store;
 
@@ -77,6 +79,8 @@ struct run_row {
 	int64_t finished_at;  /* move to a terminal state */
 	int64_t owner_uid;    /* who made the run (uid and gid), -1 when */
 	int64_t owner_gid;    /* not recorded (made before schema 5) */
+	char *workdir;        /* the project directory (resolved, absolute),
+	                         or NULL: the run works in its workspace */
 };
 
 /* One chat of a run (a sub-agent; the main chat may have a row too). */
@@ -167,6 +171,12 @@ int store_runs_in_state(struct store *st, enum runstate s,
  * it has been enqueued. config must be non-empty. */
 int store_run_set_config(struct store *st, const char *id, const char *config,
 			 char **err);
+
+/* Sets the workdir of a run that is still created (an absolute path the
+ * caller checked, or NULL for none); -EBUSY once it has been enqueued,
+ * -EINVAL for a relative path. */
+int store_run_set_workdir(struct store *st, const char *id, const char *workdir,
+			  char **err);
 
 /* Sets the forced skills (a JSON array) of a run that is still created;
  * -EBUSY once it has been enqueued. */

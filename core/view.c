@@ -37,6 +37,7 @@ static const char readme_text[] =
 	"runs/new                    a fresh unused run id (reading creates nothing)\n"
 	"runs/<id>/                  mkdir to create; write prompt to start it:\n"
 	"  prompt config skills      writable until the prompt is closed\n"
+	"  workdir                   a directory under runs.workdir_roots to work on\n"
 	"  status info.json          one word; everything else\n"
 	"  allowed-tools             the allow-list stored when it was enqueued\n"
 	"  transcript messages.json events   what happened\n"

@@ -108,6 +108,12 @@ static json_t *model_error(const char *text)
 	return json_pack("{s:s}", "error", text);
 }
 
+/* What the text of a skill used by run_skill or /skill:run: starts with:
+ * where the tools find its files. */
+#define BASE_DIR(name) \
+	"Base directory of this skill: /skills/" name " (read-only; its scripts/ and " \
+	"references/ are there)\n\n"
+
 /* ---- fixture ------------------------------------------------------------- */
 
 struct fx {
@@ -644,8 +650,9 @@ static void test_R11_run_skill_inline_substitutes_arguments(void **state)
 	assert_int_equal(agent_run(&f->env, "r8"), AGENT_COMPLETED);
 	json_t *m = messages(f, "r8", AGENT_MAIN_CHAT);
 	assert_string_equal(msg_field(m, 3, "content"),
-			    "Say hello to Ann, then bye to Ann.\n");
-	assert_string_equal(msg_field(m, 5, "content"), "Do it.\n\nARGUMENTS: x y");
+			    BASE_DIR("greet") "Say hello to Ann, then bye to Ann.\n");
+	assert_string_equal(msg_field(m, 5, "content"),
+			    BASE_DIR("plain") "Do it.\n\nARGUMENTS: x y");
 	assert_non_null(strstr(msg_field(m, 7, "content"), "disable-model-invocation"));
 	assert_null(strstr(msg_field(m, 7, "content"), "Secret"));
 	assert_non_null(strstr(msg_field(m, 9, "content"), "no skill named 'nope'"));
@@ -712,8 +719,10 @@ static void test_R12_R13_run_skill_subagent(void **state)
 	assert_true(tools_offered(sreq, "bash"));
 	json_t *sm = json_object_get(sreq, "messages");
 	const char *sys = msg_field(sm, 0, "content");
-	assert_non_null(strstr(sys, "Digest the task: sum a.txt"));
+	assert_non_null(strstr(sys, BASE_DIR("digest") "Digest the task: sum a.txt"));
 	assert_non_null(strstr(sys, "Helper knowledge."));
+	assert_non_null(strstr(sys, "## Sub-skill: helper\n\nBase directory of this sub-skill: "
+				    "/skills/digest/skills/helper (read-only;"));
 	assert_string_equal(msg_field(sm, 1, "content"), "sum a.txt");
 
 	json_t *subm = messages(f, "r9", rows[0].chat_id);
@@ -1323,7 +1332,7 @@ static void test_R15_skill_run_inline_becomes_user_message(void **state)
 	assert_int_equal(agent_run(&f->env, "rs"), AGENT_COMPLETED);
 	json_t *msgs = json_object_get(request(f, 0), "messages");
 	assert_int_equal(json_array_size(msgs), 2);
-	assert_string_equal(msg_field(msgs, 1, "content"), "Say hello to Bob.\n");
+	assert_string_equal(msg_field(msgs, 1, "content"), BASE_DIR("greet") "Say hello to Bob.\n");
 }
 
 static void test_R15_skill_run_subagent_result_as_user_message(void **state)
@@ -1551,7 +1560,7 @@ static void test_R1_run_skill_reaches_only_effective_skills(void **state)
 	assert_int_equal(agent_run(&f->env, "cf1"), AGENT_COMPLETED);
 	json_t *m = messages(f, "cf1", AGENT_MAIN_CHAT);
 	assert_int_equal(json_array_size(m), 15);
-	assert_string_equal(msg_field(m, 3, "content"), "Shown body x.\n");
+	assert_string_equal(msg_field(m, 3, "content"), BASE_DIR("shown") "Shown body x.\n");
 	for (size_t i = 1; i < 6; i++) {
 		char want[64];
 		snprintf(want, sizeof want, "run_skill: no skill named '%s'", names[i]);
@@ -1576,7 +1585,7 @@ static void test_R1_run_skill_reaches_forced_skills(void **state)
 	start_run(f, "cf2", "forced");
 	assert_int_equal(agent_run(&f->env, "cf2"), AGENT_COMPLETED);
 	json_t *m = messages(f, "cf2", AGENT_MAIN_CHAT);
-	assert_string_equal(msg_field(m, 3, "content"), "Stray body.\n");
+	assert_string_equal(msg_field(m, 3, "content"), BASE_DIR("stray") "Stray body.\n");
 	json_decref(m);
 }
 
@@ -1604,7 +1613,77 @@ static void test_R15_skill_run_reaches_only_effective_skills(void **state)
 	start_run(f, "s9", "/skill:run:shown now");
 	assert_int_equal(agent_run(&f->env, "s9"), AGENT_COMPLETED);
 	assert_string_equal(msg_field(json_object_get(request(f, 0), "messages"), 1, "content"),
-			    "Shown body now.\n");
+			    BASE_DIR("shown") "Shown body now.\n");
+}
+
+/* Issue "Skill files in reach": the tools read the files of the run's
+ * effective skills (and of the sub-skills those may run) at
+ * /skills/<name>, a directory sub-skill's inside its parent's; a skill
+ * the run does not have (not attached, disabled) is not there, as for
+ * run_skill. */
+static void test_skill_files_reach_only_the_runs_skills(void **state)
+{
+	struct fx *f = *state;
+	add_confinement_skills(f);
+	load_yaml(f, confinement_yaml, NULL, 0);
+	const char *paths[] = { "/skills/shown/SKILL.md", "/skills/parent/skills/helper/SKILL.md",
+				"/skills/kid/SKILL.md", "/skills/off/SKILL.md",
+				"/skills/stray/SKILL.md" };
+	for (size_t i = 0; i < 5; i++) {
+		char id[8], args[96];
+		snprintf(id, sizeof id, "c%zu", i);
+		snprintf(args, sizeof args, "{\"path\": \"%s\"}", paths[i]);
+		script(f, call(id, "read", args));
+	}
+	script(f, say("ok"));
+	start_run(f, "sf1", "read them");
+	assert_int_equal(agent_run(&f->env, "sf1"), AGENT_COMPLETED);
+	json_t *m = messages(f, "sf1", AGENT_MAIN_CHAT);
+	assert_non_null(strstr(msg_field(m, 3, "content"), "Shown body"));
+	assert_non_null(strstr(msg_field(m, 5, "content"), "Helper body."));
+	assert_non_null(strstr(msg_field(m, 7, "content"), "Kid body."));
+	assert_non_null(strstr(msg_field(m, 9, "content"), "read: no skill named 'off'"));
+	assert_non_null(strstr(msg_field(m, 11, "content"), "read: no skill named 'stray'"));
+	json_decref(m);
+	/* Forced on the run: its files are there too. */
+	resolution_free(f->res);
+	catalog_free(f->cat);
+	const char *forced[] = { "stray" };
+	load_forced(f, forced, 1);
+	script(f, call("c1", "read", "{\"path\": \"/skills/stray/SKILL.md\"}"));
+	script(f, say("ok"));
+	start_run(f, "sf2", "read it");
+	assert_int_equal(agent_run(&f->env, "sf2"), AGENT_COMPLETED);
+	m = messages(f, "sf2", AGENT_MAIN_CHAT);
+	assert_non_null(strstr(msg_field(m, 3, "content"), "Stray body."));
+	json_decref(m);
+}
+
+/* Issue "A project directory": with a workdir, the file tools work in it
+ * (relative paths) and the workspace is /workspace. */
+static void test_workdir_is_where_the_tools_work(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	char wd[PATH_MAX];
+	snprintf(wd, sizeof wd, "%s/project", f->tmp);
+	assert_int_equal(mkdir(wd, 0755), 0);
+	if (box.switch_user && box.mode == SANDBOX_BWRAP)
+		assert_int_equal(chown(wd, box.uid, box.gid), 0);
+	f->env.workdir = wd;
+	script(f, call("c1", "write", "{\"path\": \"src/a.txt\", \"content\": \"A\"}"));
+	script(f, call("c2", "write", "{\"path\": \"/workspace/b.txt\", \"content\": \"B\"}"));
+	script(f, say("ok"));
+	start_run(f, "wd1", "work");
+	assert_int_equal(agent_run(&f->env, "wd1"), AGENT_COMPLETED);
+	char p[PATH_MAX + 16];
+	snprintf(p, sizeof p, "%s/src/a.txt", wd);
+	assert_int_equal(access(p, F_OK), 0);
+	char *b = slurp(f, "b.txt");
+	assert_non_null(b);
+	assert_string_equal(b, "B");
+	free(b);
+	assert_null(slurp(f, "src/a.txt"));
 }
 
 /* ---- runs.budget ----------------------------------------------------------- */
@@ -1926,6 +2005,8 @@ int main(void)
 		T(test_R1_run_skill_reaches_only_effective_skills),
 		T(test_R1_run_skill_reaches_forced_skills),
 		T(test_R15_skill_run_reaches_only_effective_skills),
+		T(test_skill_files_reach_only_the_runs_skills),
+		T(test_workdir_is_where_the_tools_work),
 		T(test_budget_model_calls_fail_the_run),
 		T(test_budget_model_calls_count_what_was_committed),
 		T(test_budget_tool_calls_per_turn_fail_the_run),

@@ -283,6 +283,7 @@ static void test_S9_absent_keys_take_defaults(void **state)
 	assert_int_equal(c->budget.depth, 2);
 	assert_int_equal(c->budget.seconds, 3600);
 	assert_int_equal(c->budget.stored_bytes, 64 * 1024 * 1024);
+	assert_int_equal(c->workdir_roots.n, 0); /* workdir is off */
 	assert_null(c->state_path);
 	assert_int_equal(c->nconfigs, 1);
 	assert_string_equal(c->configs[0].name, "default");
@@ -1071,11 +1072,35 @@ static void test_tools_terminal_commands(void **state)
 	}
 }
 
+/* runs.workdir_roots: absolute, relative ones against the config's
+ * directory, normalised, each once; anything but a list of strings is an
+ * error naming the key. */
+static void test_runs_workdir_roots(void **state)
+{
+	(void)state;
+	struct config *c = parse_ok("runs:\n  workdir_roots: [/srv/projects/, work, "
+				    "./work, /srv//projects]\n");
+	assert_int_equal(c->workdir_roots.n, 2);
+	assert_string_equal(c->workdir_roots.items[0], "/srv/projects");
+	assert_string_equal(c->workdir_roots.items[1], "/base/work");
+	config_free(c);
+	c = parse_ok("runs: {workdir_roots: []}\n");
+	assert_int_equal(c->workdir_roots.n, 0);
+	config_free(c);
+	char *err = parse_err("runs: {workdir_roots: /srv}\n");
+	assert_contains(err, "runs.workdir_roots: expected a list");
+	free(err);
+	err = parse_err("runs: {workdir_roots: [[/srv]]}\n");
+	assert_contains(err, "runs.workdir_roots[0]: expected a string");
+	free(err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest t[] = {
 		cmocka_unit_test(test_S9_full_example_reads_every_key),
 		cmocka_unit_test(test_S9_absent_keys_take_defaults),
+		cmocka_unit_test(test_runs_workdir_roots),
 		cmocka_unit_test(test_S9_empty_file_has_no_configurations),
 		cmocka_unit_test(test_S9_registered_empty_list_registers_nothing),
 		cmocka_unit_test(test_S9_model_command_string_splits_on_whitespace),

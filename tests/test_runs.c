@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "engine.h"
 #include "runs.h"
 #include "store.h"
@@ -324,6 +326,174 @@ static void test_owner_survives_a_remount_and_old_runs_are_the_daemons(void **st
 	assert_int_equal(runs_access(r, "legacy", getuid()), 0);
 }
 
+/* A fixture whose engine reads a config file with runs.workdir_roots:
+ * [projects] (relative to the config's directory). */
+static int setup_roots(void **state)
+{
+	struct fixture *f = calloc(1, sizeof *f);
+	assert_non_null(f);
+	f->root = test_tmpdir("runstest");
+	f->skills = test_join(f->root, "skills");
+	assert_int_equal(mkdir(f->skills, 0755), 0);
+	char *p = test_join(f->root, "projects");
+	assert_int_equal(mkdir(p, 0755), 0);
+	free(p);
+	char *cfg = test_join(f->root, "config.yaml");
+	test_write_text(cfg, "sources: [{path: skills}]\n"
+			     "runs: {workdir_roots: [projects]}\n"
+			     "configurations: {default: {skills: []}}\n");
+	f->db = test_join(f->root, "state/state.db");
+	struct engine_options opt = { .config_path = cfg };
+	char *err = NULL;
+	f->e = engine_open(&opt, &err);
+	if (!f->e)
+		fail_msg("engine_open: %s", err ? err : "?");
+	free(cfg);
+	*state = f;
+	return 0;
+}
+
+/* The bytes of runs/<id>/<name>, as a new string. */
+static char *run_text(struct runs *r, const char *id, const char *name)
+{
+	struct run_file rf;
+	assert_int_equal(runs_stat_file(r, id, name, &rf), 0);
+	char *t = strndup(rf.data.data ? rf.data.data : "", rf.data.len);
+	assert_non_null(t);
+	buf_free(&rf.data);
+	return t;
+}
+
+static ssize_t write_str(struct runs *r, const char *id, const char *name, const char *text)
+{
+	return runs_write(r, id, name, text, strlen(text), 0);
+}
+
+/* The run's events hold a workdir refusal whose reason contains want. */
+static void assert_refused_because(struct fixture *f, const char *id, const char *want)
+{
+	char *ev = run_text(engine_runs(f->e), id, "events");
+	const char *at = strstr(ev, "\"workdir_refused\"");
+	if (!at || !strstr(at, want))
+		fail_msg("events lack a workdir refusal saying '%s': %s", want, ev);
+	free(ev);
+}
+
+/* Issue "A project directory": with no runs.workdir_roots, any workdir
+ * write is EINVAL, and the run's events say why. */
+static void test_workdir_is_off_without_roots(void **state)
+{
+	struct fixture *f = *state;
+	start_runs(f);
+	struct runs *r = engine_runs(f->e);
+	assert_int_equal(runs_create(r, "w", getuid(), getgid()), 0);
+	char *line = test_join(f->skills, "\n");
+	assert_int_equal(write_str(r, "w", "workdir", line), -EINVAL);
+	free(line);
+	assert_refused_because(f, "w", "runs.workdir_roots is empty: workdir is off");
+	char *t = run_text(r, "w", "workdir");
+	assert_string_equal(t, "");
+	free(t);
+}
+
+/* D9 for workdir: outside the roots, a file, a link leading out of them
+ * and a missing directory are EINVAL at write, and leave the run as it
+ * was; a directory under a root is taken resolved, shown in the file
+ * and in info.json, and `: > workdir` takes it away. */
+static void test_workdir_write_is_validated(void **state)
+{
+	struct fixture *f = *state;
+	start_runs(f);
+	struct runs *r = engine_runs(f->e);
+	assert_int_equal(runs_create(r, "w", getuid(), getgid()), 0);
+	char *projects = test_join(f->root, "projects");
+	char *app = test_join(projects, "app");
+	assert_int_equal(mkdir(app, 0755), 0);
+	char *outside = test_join(f->root, "outside");
+	assert_int_equal(mkdir(outside, 0755), 0);
+	char *file = test_join(projects, "notes.txt");
+	test_write_text(file, "x\n");
+	char *link = test_join(projects, "escape");
+	assert_int_equal(symlink(outside, link), 0);
+	char *missing = test_join(projects, "missing");
+	char line[4096];
+	const struct {
+		const char *path, *why;
+	} bad[] = {
+		{ outside, "is not under runs.workdir_roots" },
+		{ file, "is not a directory" },
+		{ link, "which is not under runs.workdir_roots" },
+		{ missing, "no such directory" },
+		{ "projects/app", "must be an absolute path" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		snprintf(line, sizeof line, "%s\n", bad[i].path);
+		assert_int_equal(write_str(r, "w", "workdir", line), -EINVAL);
+		assert_refused_because(f, "w", bad[i].why);
+		char *t = run_text(r, "w", "workdir");
+		assert_string_equal(t, "");
+		free(t);
+	}
+	snprintf(line, sizeof line, "%s\n%s\n", app, app);
+	assert_int_equal(write_str(r, "w", "workdir", line), -EINVAL);
+
+	/* Accepted, resolved: written through a path with a detour. */
+	snprintf(line, sizeof line, "%s/./app/../app/\n", projects);
+	assert_int_equal(write_str(r, "w", "workdir", line), (ssize_t)strlen(line));
+	snprintf(line, sizeof line, "%s\n", app);
+	char *t = run_text(r, "w", "workdir");
+	assert_string_equal(t, line);
+	free(t);
+	t = run_text(r, "w", "info.json");
+	json_t *info = json_loads(t, 0, NULL);
+	assert_non_null(info);
+	assert_string_equal(json_string_value(json_object_get(info, "workdir")), app);
+	json_decref(info);
+	free(t);
+	/* A refused write leaves the workdir as it was. */
+	snprintf(line, sizeof line, "%s\n", outside);
+	assert_int_equal(write_str(r, "w", "workdir", line), -EINVAL);
+	t = run_text(r, "w", "workdir");
+	snprintf(line, sizeof line, "%s\n", app);
+	assert_string_equal(t, line);
+	free(t);
+	/* Cleared by truncation. */
+	assert_int_equal(runs_truncate(r, "w", "workdir", 0), 0);
+	t = run_text(r, "w", "workdir");
+	assert_string_equal(t, "");
+	free(t);
+	t = run_text(r, "w", "info.json");
+	assert_non_null(strstr(t, "\"workdir\": null"));
+	free(t);
+	assert_int_equal(runs_writable(r, "w", "workdir"), 0);
+	free(missing);
+	free(link);
+	free(file);
+	free(outside);
+	free(app);
+	free(projects);
+}
+
+/* A created run's workdir survives a remount (it is in the store). */
+static void test_workdir_survives_a_remount(void **state)
+{
+	struct fixture *f = *state;
+	start_runs(f);
+	struct runs *r = engine_runs(f->e);
+	assert_int_equal(runs_create(r, "w", getuid(), getgid()), 0);
+	char *projects = test_join(f->root, "projects");
+	char line[4096];
+	snprintf(line, sizeof line, "%s\n", projects);
+	assert_int_equal(write_str(r, "w", "workdir", line), (ssize_t)strlen(line));
+	runs_detach(f->e);
+	start_runs(f);
+	r = engine_runs(f->e);
+	char *t = run_text(r, "w", "workdir");
+	assert_string_equal(t, line);
+	free(t);
+	free(projects);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -334,6 +504,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_allow_other_makes_runs_private, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_owner_survives_a_remount_and_old_runs_are_the_daemons, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_workdir_is_off_without_roots, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_workdir_write_is_validated, setup_roots,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_workdir_survives_a_remount, setup_roots,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -166,6 +166,8 @@ static void test_fresh_database_gets_latest_schema(void **state)
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM "
 			 "pragma_table_info('runs') WHERE name IN "
 			 "('owner_uid', 'owner_gid')"), 2);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM "
+			 "pragma_table_info('runs') WHERE name = 'workdir'"), 1);
 	for (const char *const *t = (const char *const[]){"runs", "messages",
 			"chats", "events", NULL}; *t; t++) {
 		char sql[128];
@@ -261,6 +263,7 @@ static void test_R8_v1_database_migrates_and_legacy_run_has_no_allow_list(
 	/* Made before owners were kept: none recorded (the daemon's user). */
 	assert_int_equal(r.owner_uid, -1);
 	assert_int_equal(r.owner_gid, -1);
+	assert_null(r.workdir);
 	run_row_free(&r);
 	int64_t uid = 0, gid = 0;
 	assert_int_equal(store_run_owner(st, "legacy", &uid, &gid, NULL), 0);
@@ -315,6 +318,57 @@ static void test_R8_v1_database_migrates_and_legacy_run_has_no_allow_list(
 	/* Read by another connection once the store is closed. */
 	assert_int_equal(raw_int(f->db, "PRAGMA user_version"),
 			 STORE_SCHEMA_VERSION);
+}
+
+/* Schema 6: a database of version 5 (owners kept, no workdir) opens with
+ * its runs as they were and no workdir; a created run can then be given
+ * one (and have it taken away), an enqueued one cannot. */
+static void test_v5_database_migrates_and_runs_have_no_workdir(void **state)
+{
+	struct fx *f = *state;
+	raw_exec(f->db, v1_schema);
+	raw_exec(f->db,
+		"ALTER TABLE runs ADD COLUMN allowed_tools TEXT;"
+		"ALTER TABLE chats ADD COLUMN tools TEXT;"
+		"ALTER TABLE runs ADD COLUMN owner_uid INTEGER;"
+		"ALTER TABLE runs ADD COLUMN owner_gid INTEGER;"
+		"INSERT INTO runs (id, config, forced_skills, state, created_at,"
+		" updated_at, owner_uid, owner_gid) VALUES ('old', 'review', '[]',"
+		" 'created', 100, 100, 1000, 1001);"
+		"PRAGMA user_version = 5;");
+	struct store *st = open_ok(f->db);
+	struct run_row r;
+	assert_int_equal(store_run_get(st, "old", &r, NULL), 0);
+	assert_null(r.workdir);
+	assert_string_equal(r.config, "review");
+	assert_int_equal(r.owner_uid, 1000);
+	assert_int_equal(r.owner_gid, 1001);
+	run_row_free(&r);
+
+	assert_int_equal(store_run_set_workdir(st, "old", "/srv/projects/a", NULL), 0);
+	assert_int_equal(store_run_get(st, "old", &r, NULL), 0);
+	assert_string_equal(r.workdir, "/srv/projects/a");
+	run_row_free(&r);
+	assert_int_equal(store_run_set_workdir(st, "old", NULL, NULL), 0);
+	assert_int_equal(store_run_get(st, "old", &r, NULL), 0);
+	assert_null(r.workdir);
+	run_row_free(&r);
+
+	char *err = NULL;
+	assert_int_equal(store_run_set_workdir(st, "old", "relative/dir", &err), -EINVAL);
+	free(err);
+	err = NULL;
+	assert_int_equal(store_run_set_workdir(st, "none", "/srv", &err), -ENOENT);
+	free(err);
+	err = NULL;
+	make_queued(st, "q");
+	assert_int_equal(store_run_set_workdir(st, "q", "/srv", &err), -EBUSY);
+	assert_non_null(err);
+	free(err);
+	store_close(st);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM "
+			 "pragma_table_info('runs') WHERE name = 'workdir'"), 1);
 }
 
 static void test_reopen_is_idempotent(void **state)
@@ -1363,6 +1417,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_fresh_database_gets_latest_schema),
 		T(test_R8_v1_database_migrates_and_legacy_run_has_no_allow_list),
+		T(test_v5_database_migrates_and_runs_have_no_workdir),
 		T(test_reopen_is_idempotent),
 		T(test_newer_schema_is_refused),
 		T(test_foreign_or_broken_files_are_refused),

@@ -1,4 +1,4 @@
-/* edit: replaces a string in a file of the workspace. */
+/* edit: replaces a string in a file of the run's workdir or workspace. */
 #include "tool.h"
 
 #include <errno.h>
@@ -25,7 +25,7 @@ void tool_edit(struct call *c, json_t *args)
 		return;
 	}
 	struct workspace ws;
-	if (!tool_open_ws(c, &ws))
+	if (!tool_open_path(c, path, TOOL_WRITE, &ws))
 		return;
 	struct buf data = {0}, err = {0}, res = {0};
 	if (workspace_read(&ws, path, 0, &data, &err) < 0) {

@@ -1,4 +1,5 @@
-/* read: a text file of the workspace, whole or some of its lines. */
+/* read: a text file of the run's directories (workdir, workspace, its
+ * skills' files), whole or some of its lines. */
 #include "tool.h"
 
 #include <errno.h>
@@ -14,7 +15,7 @@ void tool_read(struct call *c, json_t *args)
 	    !tool_arg_positive(c, args, "limit", &limit))
 		return;
 	struct workspace ws;
-	if (!tool_open_ws(c, &ws))
+	if (!tool_open_path(c, path, TOOL_READ, &ws))
 		return;
 	struct buf data = {0}, err = {0};
 	if (workspace_read(&ws, path, 0, &data, &err) < 0) {

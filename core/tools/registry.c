@@ -38,18 +38,24 @@ struct tool_def {
 static const struct tool_def defs[] = {
 	{"bash",
 	 "Run a shell command with /bin/bash -c in a sandbox whose working "
-	 "directory is the run's workspace (" SANDBOX_WORKSPACE "), the only "
-	 "place it may write. stdout and stderr are combined. The output is "
-	 "capped and the command is killed after a timeout; the result ends "
+	 "directory is the run's project directory (" TOOLS_WORKDIR ") when it "
+	 "has one, else its workspace (" SANDBOX_WORKSPACE "); those two are "
+	 "the only places it may write. The files of the run's skills are at "
+	 TOOLS_SKILLS "/<name>, read-only. stdout and stderr are combined. "
+	 "The output is capped and the command is killed after a timeout; the result ends "
 	 "with the exit status, e.g. [exit 0]. When this run grants only "
 	 "some commands, the command runs without a shell: no pipes, "
 	 "redirection, variables or globbing.",
 	 OBJ("\"command\": " STR("The command line to run."), "\"command\""),
 	 IMPL_HERE, tool_bash, true},
 	{"read",
-	 "Read a UTF-8 text file in the run's workspace. Paths are relative "
-	 "to the workspace. offset and limit select lines.",
-	 OBJ("\"path\": " STR("File path, relative to the workspace.") ", "
+	 "Read a UTF-8 text file. A relative path is in the working directory "
+	 "(the run's project directory " TOOLS_WORKDIR " when it has one, else "
+	 "its workspace " SANDBOX_WORKSPACE "); " TOOLS_SKILLS "/<name>/... "
+	 "reads a skill's own files. offset and limit select lines.",
+	 OBJ("\"path\": " STR("File path: relative to the working directory, or "
+			      "under " SANDBOX_WORKSPACE ", " TOOLS_WORKDIR " or "
+			      TOOLS_SKILLS "/<name>.") ", "
 	     "\"offset\": {\"type\": \"integer\", \"minimum\": 1, "
 	     "\"description\": \"First line to return (1-based).\"}, "
 	     "\"limit\": {\"type\": \"integer\", \"minimum\": 1, "
@@ -57,9 +63,10 @@ static const struct tool_def defs[] = {
 	     "\"path\""),
 	 IMPL_HERE, tool_read, false},
 	{"edit",
-	 "Replace old_string with new_string in a file in the workspace. "
-	 "old_string must occur exactly once unless replace_all is true.",
-	 OBJ("\"path\": " STR("File path, relative to the workspace.") ", "
+	 "Replace old_string with new_string in a file of the working "
+	 "directory (" TOOLS_WORKDIR " or " SANDBOX_WORKSPACE "). old_string "
+	 "must occur exactly once unless replace_all is true.",
+	 OBJ("\"path\": " STR("File path, relative to the working directory.") ", "
 	     "\"old_string\": " STR("The exact text to replace.") ", "
 	     "\"new_string\": " STR("The replacement text.") ", "
 	     "\"replace_all\": {\"type\": \"boolean\", \"description\": "
@@ -67,9 +74,10 @@ static const struct tool_def defs[] = {
 	     "\"path\", \"old_string\", \"new_string\""),
 	 IMPL_HERE, tool_edit, false},
 	{"write",
-	 "Create or replace a file in the workspace with the given content. "
-	 "Missing parent directories are created.",
-	 OBJ("\"path\": " STR("File path, relative to the workspace.") ", "
+	 "Create or replace a file in the working directory (" TOOLS_WORKDIR
+	 " or " SANDBOX_WORKSPACE ") with the given content. Missing parent "
+	 "directories are created.",
+	 OBJ("\"path\": " STR("File path, relative to the working directory.") ", "
 	     "\"content\": " STR("The complete new content of the file."),
 	     "\"path\", \"content\""),
 	 IMPL_HERE, tool_write, false},

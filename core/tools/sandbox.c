@@ -247,10 +247,18 @@ static int add_system(struct strlist *l)
 	return 0;
 }
 
-/* The command line and environment of call; bind is how the workspace
- * is named to bubblewrap ("--bind-fd N" or "--bind STAGED"). */
+/* How one directory is named to bubblewrap: "--bind-fd N" or "--bind
+ * STAGED" (read-only: "--ro-bind-fd", "--ro-bind"), at dest. */
+struct bind {
+	const char *kind;
+	char src[64];
+	char *dest;
+};
+
+/* The command line and environment of call; binds[0..nbinds) are its
+ * directories (the workspace first, when it has one). */
 static int command(const struct sandbox *sb, const struct sandbox_call *call,
-		   const char *bind_kind, const char *bind_src,
+		   const struct bind *binds, size_t nbinds,
 		   struct strlist *argv, struct strlist *env)
 {
 	bool none = sb->mode == SANDBOX_NONE;
@@ -300,9 +308,15 @@ static int command(const struct sandbox *sb, const struct sandbox_call *call,
 		rc = add2(argv, "--proc", "/proc") < 0 || add2(argv, "--dev", "/dev") < 0 ||
 		     add2(argv, "--size", shm) < 0 || add2(argv, "--tmpfs", "/dev/shm") < 0 ||
 		     add2(argv, "--size", tmp) < 0 || add2(argv, "--tmpfs", "/tmp") < 0 ? -1 : 0;
+	if (rc == 0 && (!nbinds || strcmp(binds[0].dest, SANDBOX_WORKSPACE) != 0))
+		rc = add2(argv, "--dir", SANDBOX_WORKSPACE);
+	/* The skills' directories sit on an empty tmpfs of their own, made
+	 * read-only once they are bound, so nothing can be added beside
+	 * them either. */
 	if (rc == 0)
-		rc = bind_kind ? add3(argv, bind_kind, bind_src, SANDBOX_WORKSPACE)
-			       : add2(argv, "--dir", SANDBOX_WORKSPACE);
+		rc = add2(argv, "--tmpfs", TOOLS_SKILLS);
+	for (size_t i = 0; rc == 0 && i < nbinds; i++)
+		rc = add3(argv, binds[i].kind, binds[i].src, binds[i].dest);
 	if (rc == 0 && own_bin)
 		rc = add2(argv, "--dir", SANDBOX_BIN);
 	for (size_t i = 0; rc == 0 && own_bin && call->bin_names[i]; i++)
@@ -310,15 +324,17 @@ static int command(const struct sandbox *sb, const struct sandbox_call *call,
 		     strlist_addf(argv, SANDBOX_BIN "/%s", call->bin_names[i]) < 0 ? -1 : 0;
 	if (rc == 0 && pristine)
 		rc = add2(argv, "--dir", SANDBOX_PRISTINE_HOME);
+	if (rc == 0)
+		rc = add2(argv, "--remount-ro", TOOLS_SKILLS);
 	/* bubblewrap's own root and /dev are tmpfs without a size (half the
 	 * host's memory each), writable by the call: read-only once built.
-	 * The mounts on them (/tmp, /dev/shm, the workspace, the device
-	 * nodes) keep their own flags. */
+	 * The mounts on them (/tmp, /dev/shm, the workspace, the workdir, the
+	 * device nodes) keep their own flags. */
 	if (rc == 0)
 		rc = add2(argv, "--remount-ro", "/dev") < 0 ||
 		     add2(argv, "--remount-ro", "/") < 0 ? -1 : 0;
 	if (rc == 0)
-		rc = add2(argv, "--chdir", SANDBOX_WORKSPACE);
+		rc = add2(argv, "--chdir", call->workdir ? TOOLS_WORKDIR : SANDBOX_WORKSPACE);
 	/* The process limit is set inside, so that it counts the call's own
 	 * user namespace only (set before, it would count every process of
 	 * the user on the host). */
@@ -336,11 +352,10 @@ out:
 	return rc;
 }
 
-/* Where a switched call's workspace is attached in its own mount
+/* Where a switched call's directories are attached in its own mount
  * namespace (hidden from everything else; bubblewrap gives the sandbox a
- * /tmp of its own). */
+ * /tmp of its own): STAGE_DIR/skillfs-workspace, -workdir, -skill-<i>. */
 #define STAGE_DIR "/tmp"
-#define STAGED_WORKSPACE STAGE_DIR "/skillfs-workspace"
 
 #ifndef OPEN_TREE_CLONE
 #define OPEN_TREE_CLONE 1
@@ -352,56 +367,118 @@ void sandbox_run_free(struct sandbox_run *run)
 	strlist_free(&run->env);
 	free(run->av);
 	free(run->ev);
-	if (run->tree_fd >= 0)
-		close(run->tree_fd);
+	for (size_t i = 0; i < run->ntrees; i++)
+		if (run->tree_fds[i] >= 0)
+			close(run->tree_fds[i]);
+	free(run->tree_fds);
+	free(run->mounts);
+	strlist_free(&run->targets);
+	free(run->keep_fds);
 	memset(run, 0, sizeof *run);
-	run->tree_fd = -1;
+}
+
+/* Adds directory fd as bind b: staged (a detached copy the child
+ * attaches at STAGE_DIR/skillfs-<stage>) or from the descriptor. what
+ * names it in a message. Returns 0, or -1 with *err set (NULL on
+ * ENOMEM). */
+static int add_dir(struct sandbox_run *run, bool staged, int fd, bool ro, const char *what,
+		   const char *stage, struct bind *b, char **err)
+{
+	if (!staged) {
+		run->keep_fds[run->nkeep++] = fd;
+		b->kind = ro ? "--ro-bind-fd" : "--bind-fd";
+		snprintf(b->src, sizeof b->src, "%d", fd);
+		return 0;
+	}
+	if (strlist_addf(&run->targets, STAGE_DIR "/skillfs-%s", stage) < 0)
+		return -1;
+	const char *target = run->targets.items[run->targets.n - 1];
+	long t = syscall(SYS_open_tree, fd, "", OPEN_TREE_CLONE | O_CLOEXEC | AT_EMPTY_PATH);
+	if (t < 0) {
+		if (asprintf(err, "cannot bind %s into the sandbox: %s", what, strerror(errno)) < 0)
+			*err = NULL;
+		return -1;
+	}
+	run->tree_fds[run->ntrees] = (int)t;
+	run->mounts[run->ntrees] = (struct proc_mount){.tree_fd = (int)t, .target = target};
+	run->ntrees++;
+	b->kind = ro ? "--ro-bind" : "--bind";
+	snprintf(b->src, sizeof b->src, "%s", target);
+	return 0;
 }
 
 int sandbox_prepare(const struct sandbox *sb, const struct sandbox_call *call,
 		    struct sandbox_run *run, char **err)
 {
 	memset(run, 0, sizeof *run);
-	run->tree_fd = -1;
 	*err = NULL;
 	bool none = sb->mode == SANDBOX_NONE;
-	bool staged = !none && sb->switch_user && call->workspace_fd >= 0;
-	char fd[16];
-	snprintf(fd, sizeof fd, "%d", call->workspace_fd);
-	const char *kind = NULL, *src = NULL;
-	if (staged) {
-		long t = syscall(SYS_open_tree, call->workspace_fd, "",
-				 OPEN_TREE_CLONE | O_CLOEXEC | AT_EMPTY_PATH);
-		if (t < 0) {
-			if (asprintf(err, "cannot bind the workspace into the sandbox: %s",
-				     strerror(errno)) < 0)
-				*err = NULL;
-			return -1;
-		}
-		run->tree_fd = (int)t;
-		run->mount = (struct proc_mount){.tree_fd = run->tree_fd,
-						 .target = STAGED_WORKSPACE};
-		kind = "--bind";
-		src = STAGED_WORKSPACE;
-	} else if (!none && call->workspace_fd >= 0) {
-		run->keep_fd = call->workspace_fd;
-		kind = "--bind-fd";
-		src = fd;
+	bool staged = !none && sb->switch_user;
+	size_t nskills = call->skills ? call->nskills : 0;
+	size_t max = 2 + nskills, nbinds = 0;
+	struct bind *binds = calloc(max, sizeof *binds);
+	run->tree_fds = calloc(max, sizeof *run->tree_fds);
+	run->mounts = calloc(max, sizeof *run->mounts);
+	run->keep_fds = calloc(max, sizeof *run->keep_fds);
+	int rc = binds && run->tree_fds && run->mounts && run->keep_fds ? 0 : -1;
+	if (rc == 0 && !none && call->workspace_fd >= 0) {
+		binds[nbinds].dest = strdup(SANDBOX_WORKSPACE);
+		rc = binds[nbinds].dest ? add_dir(run, staged, call->workspace_fd, false,
+						  "the workspace", "workspace", &binds[nbinds], err)
+					: -1;
+		nbinds++;
 	}
-	if (command(sb, call, kind, src, &run->argv, &run->env) < 0 ||
-	    !(run->av = strlist_to_argv(&run->argv)) || !(run->ev = strlist_to_argv(&run->env))) {
+	if (rc == 0 && !none && call->workdir) {
+		binds[nbinds].dest = strdup(TOOLS_WORKDIR);
+		rc = binds[nbinds].dest ? add_dir(run, staged, call->workdir->fd, false,
+						  "the workdir", "workdir", &binds[nbinds], err)
+					: -1;
+		nbinds++;
+	}
+	for (size_t i = 0; rc == 0 && !none && i < nskills; i++) {
+		const struct sandbox_dir *d = &call->skills[i];
+		if (!d->name || !*d->name || strchr(d->name, '/') || !strcmp(d->name, ".") ||
+		    !strcmp(d->name, "..")) {
+			if (asprintf(err, "skill name '%.64s' cannot name a directory",
+				     d->name ? d->name : "") < 0)
+				*err = NULL;
+			rc = -1;
+			break;
+		}
+		char what[96], stage[32];
+		snprintf(what, sizeof what, "the files of skill '%.64s'", d->name);
+		snprintf(stage, sizeof stage, "skill-%zu", i);
+		if (asprintf(&binds[nbinds].dest, "%s/%s", TOOLS_SKILLS, d->name) < 0) {
+			binds[nbinds].dest = NULL;
+			rc = -1;
+			break;
+		}
+		rc = add_dir(run, staged, d->fd, true, what, stage, &binds[nbinds], err);
+		nbinds++;
+	}
+	if (rc == 0 && (command(sb, call, binds, nbinds, &run->argv, &run->env) < 0 ||
+			!(run->av = strlist_to_argv(&run->argv)) ||
+			!(run->ev = strlist_to_argv(&run->env))))
+		rc = -1;
+	for (size_t i = 0; binds && i < nbinds; i++)
+		free(binds[i].dest);
+	free(binds);
+	if (rc < 0) {
 		sandbox_run_free(run);
 		return -1;
 	}
+	const char *cwd = "/";
+	if (none)
+		cwd = call->workdir ? call->workdir->path : call->workspace;
 	run->spec = (struct proc_spec){
 		.argv = run->av,
 		.envp = run->ev,
-		.cwd = none ? call->workspace : "/",
-		.keep_fds = kind && !staged ? &run->keep_fd : NULL,
-		.nkeep_fds = kind && !staged ? 1 : 0,
-		.mounts = staged ? &run->mount : NULL,
-		.nmounts = staged ? 1 : 0,
-		.mount_stage = staged ? STAGE_DIR : NULL,
+		.cwd = cwd,
+		.keep_fds = run->nkeep ? run->keep_fds : NULL,
+		.nkeep_fds = run->nkeep,
+		.mounts = run->ntrees ? run->mounts : NULL,
+		.nmounts = run->ntrees,
+		.mount_stage = run->ntrees ? STAGE_DIR : NULL,
 		.set_ids = !none && sb->switch_user,
 		.uid = sb->uid,
 		.gid = sb->gid,

@@ -4,8 +4,11 @@
  * host's /usr (and the /bin, /lib... links or directories beside it) and a
  * short list of /etc files read-only; a private /proc, a read-only /dev
  * with a size-capped /dev/shm, a size-capped /tmp, and a read-only root;
- * the run's workspace, bound from a descriptor, as the only writable
- * place and the working directory (SANDBOX_WORKSPACE); no capabilities,
+ * the run's workspace (SANDBOX_WORKSPACE, also HOME) and, when the run has
+ * one, its project directory (TOOLS_WORKDIR, then the working directory),
+ * bound from descriptors, as the only writable places; the directories of
+ * the run's skills read-only at TOOLS_SKILLS/<name>, on a read-only tmpfs
+ * of their own; no capabilities,
  * no new privileges, no further user namespaces, a new session, and a
  * process limit counted inside the call's own user namespace. When the
  * daemon is root, the call runs as tools.user (default nobody), so that
@@ -30,6 +33,7 @@
 #include "config.h"
 #include "proc.h"
 #include "strlist.h"
+#include "tools.h"
 
 /* Where the workspace is inside the sandbox. */
 #define SANDBOX_WORKSPACE "/workspace"
@@ -88,12 +92,20 @@ int sandbox_copy(struct sandbox *dst, const struct sandbox *src);
 
 void sandbox_free(struct sandbox *sb);
 
+/* A directory bound into the sandbox beside the workspace. */
+struct sandbox_dir {
+	int fd;           /* an open directory (O_PATH will do) */
+	const char *path; /* its host path (mode none: the working directory) */
+	const char *name; /* a skill's: its name, one path component */
+};
+
 /* One process of a tool call. */
 struct sandbox_call {
 	const char *const *argv;  /* the program inside (argv[0] looked up on
 	                             the sandbox's PATH when it has no '/') */
 	int workspace_fd;         /* an open directory: bound read-write at
-	                             SANDBOX_WORKSPACE, the working directory */
+	                             SANDBOX_WORKSPACE, the working directory
+	                             unless there is a workdir; HOME */
 	const char *workspace;    /* its host path: the working directory and
 	                             HOME with mode none */
 	bool pristine_home;       /* HOME an empty read-only directory and no
@@ -108,6 +120,13 @@ struct sandbox_call {
 	 * stays SANDBOX_PATH (there is no private directory to make). */
 	const char *const *bin_names;
 	const char *const *bin_paths;
+	/* NULL, or the run's project directory: bound read-write at
+	 * TOOLS_WORKDIR, and the working directory. */
+	const struct sandbox_dir *workdir;
+	/* Skills' directories, bound read-only at TOOLS_SKILLS/<name> (at
+	 * most TOOLS_SKILLS_MAX; names distinct and usable). */
+	const struct sandbox_dir *skills;
+	size_t nskills;
 };
 
 /* HOME of a call with pristine_home. */
@@ -120,19 +139,24 @@ struct sandbox_run {
 	struct proc_spec spec;
 	struct strlist argv, env;
 	const char **av, **ev;
-	int tree_fd;            /* a detached copy of the workspace, or -1 */
-	struct proc_mount mount;
-	int keep_fd;
+	int *tree_fds;             /* detached copies of the directories */
+	size_t ntrees;
+	struct proc_mount *mounts; /* where the child attaches them */
+	struct strlist targets;    /* ... their paths */
+	int *keep_fds;             /* what bubblewrap binds from descriptors */
+	size_t nkeep;
 };
 
 /* Prepares call under sb (usable): the bubblewrap command line (or
  * call->argv itself with mode none) and the clean environment (PATH,
- * HOME, LANG, TERM, tools.env). When the call switches user, the
- * workspace reaches the child as a detached mount attached in its own
- * mount namespace (the path to it may not be traversable by that user);
- * otherwise bubblewrap binds it from the descriptor. Returns 0, or -1
- * with a malloc'd reason in *err (NULL on ENOMEM); run is then empty.
- * sandbox_run_free releases it either way. */
+ * HOME, LANG, TERM, tools.env). When the call switches user, each
+ * directory (workspace, workdir, skills) reaches the child as a detached
+ * mount attached in its own mount namespace (the path to it may not be
+ * traversable by that user); otherwise bubblewrap binds it from the
+ * descriptor. Skills' directories are bound read-only (files keep their
+ * modes, so scripts stay executable). Returns 0, or -1 with a malloc'd
+ * reason in *err (NULL on ENOMEM); run is then empty. sandbox_run_free
+ * releases it either way. */
 int sandbox_prepare(const struct sandbox *sb, const struct sandbox_call *call,
 		    struct sandbox_run *run, char **err);
 

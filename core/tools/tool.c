@@ -2,11 +2,13 @@
 #include "tool.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sandbox.h"
 
@@ -274,6 +276,126 @@ bool tool_open_ws(struct call *c, struct workspace *ws)
 	return true;
 }
 
+/* The part of normalised path p under dir ("" for dir itself, else what
+ * follows its slash), or NULL when p is not dir or inside it. */
+static const char *under(const char *p, const char *dir)
+{
+	size_t n = strlen(dir);
+	if (strncmp(p, dir, n) != 0 || (p[n] != '\0' && p[n] != '/'))
+		return NULL;
+	return p[n] ? p + n + 1 : p + n;
+}
+
+/* The uid and gid files made for the tools belong to: the user they run
+ * as when the sandbox switches to one, else the daemon's. */
+static void tools_owner(const struct sandbox *sb, uid_t *uid, gid_t *gid)
+{
+	if (sb && sb->switch_user && sb->mode == SANDBOX_BWRAP) {
+		*uid = sb->uid;
+		*gid = sb->gid;
+	} else {
+		*uid = geteuid();
+		*gid = getegid();
+	}
+}
+
+/* Opens the run's workdir; false with the error in c. */
+static bool open_workdir(struct call *c, struct workspace *ws)
+{
+	struct buf err = {0};
+	uid_t uid;
+	gid_t gid;
+	tools_owner(c->ctx->sandbox, &uid, &gid);
+	if (workspace_open_dir(ws, c->ctx->workdir, uid, gid, true, &err) < 0) {
+		tool_fail(c, "the workdir: %s", err.data ? err.data : "cannot open it");
+		buf_free(&err);
+		return false;
+	}
+	if (workspace_set_alias(ws, TOOLS_WORKDIR) < 0) {
+		workspace_close(ws);
+		c->oom = true;
+		return false;
+	}
+	return true;
+}
+
+/* The run's skill called name (n bytes), or NULL. */
+static const struct tool_skill_dir *find_skill(const struct tool_ctx *ctx, const char *name,
+					       size_t n)
+{
+	for (size_t i = 0; ctx->skills && i < ctx->nskills; i++)
+		if (strlen(ctx->skills[i].name) == n && memcmp(ctx->skills[i].name, name, n) == 0)
+			return &ctx->skills[i];
+	return NULL;
+}
+
+/* Opens the files of the skill a /skills/... path names (rest: what
+ * follows "/skills"). */
+static bool open_skill(struct call *c, const char *path, const char *rest,
+		       enum tool_access how, struct workspace *ws)
+{
+	if (!*rest) {
+		tool_fail(c, "%s holds one directory per skill of the run: name a file in "
+			  "one, e.g. %s/<name>/SKILL.md", TOOLS_SKILLS, TOOLS_SKILLS);
+		return false;
+	}
+	size_t n = strcspn(rest, "/");
+	const struct tool_skill_dir *sd = find_skill(c->ctx, rest, n);
+	if (!sd) {
+		tool_fail(c, "no skill named '%.*s' in %s (only the files of the run's skills "
+			  "are there): %s", (int)(n > 64 ? 64 : n), rest, TOOLS_SKILLS, path);
+		return false;
+	}
+	if (how == TOOL_WRITE) {
+		tool_fail(c, "skill files are read-only: %s", path);
+		return false;
+	}
+	struct buf err = {0};
+	char alias[sizeof TOOLS_SKILLS + 80];
+	snprintf(alias, sizeof alias, "%s/%s", TOOLS_SKILLS, sd->name);
+	if (workspace_open_dir(ws, sd->dir, geteuid(), getegid(), false, &err) < 0) {
+		tool_fail(c, "the files of skill '%s': %s", sd->name,
+			  err.data ? err.data : "cannot open them");
+		buf_free(&err);
+		return false;
+	}
+	ws->readonly = true;
+	if (workspace_set_alias(ws, alias) < 0) {
+		workspace_close(ws);
+		c->oom = true;
+		return false;
+	}
+	return true;
+}
+
+bool tool_open_path(struct call *c, const char *path, enum tool_access how,
+		    struct workspace *ws)
+{
+	char *norm = path ? workspace_norm_path(path) : NULL;
+	if (path && !norm) {
+		c->oom = true;
+		return false;
+	}
+	const char *rest;
+	bool ok;
+	if (norm && (rest = under(norm, TOOLS_SKILLS))) {
+		ok = open_skill(c, path, rest, how, ws);
+	} else if (norm && under(norm, TOOLS_WORKDIR) && !c->ctx->workdir) {
+		tool_fail(c, "the run has no workdir: %s", path);
+		ok = false;
+	} else if (c->ctx->workdir && !(norm && under(norm, SANDBOX_WORKSPACE))) {
+		ok = open_workdir(c, ws);
+	} else {
+		ok = tool_open_ws(c, ws);
+		if (ok && workspace_set_alias(ws, SANDBOX_WORKSPACE) < 0) {
+			workspace_close(ws);
+			c->oom = true;
+			ok = false;
+		}
+	}
+	free(norm);
+	return ok;
+}
 
 /* The result of a process tool's run: its output, then how it ended. */
 void tool_put_process_result(struct call *c, const struct proc_result *pr,
@@ -326,7 +448,7 @@ void tool_run_sandboxed_with(struct call *c, const char *const *argv,
 		tool_fail(c, "not available: %s", sb && sb->why ? sb->why : "no sandbox");
 		return;
 	}
-	struct workspace ws;
+	struct workspace ws, wd = {.dirfd = -1};
 	if (!tool_open_ws(c, &ws))
 		return;
 	int timeout = c->ctx->timeout_ms > 0 ? c->ctx->timeout_ms
@@ -337,9 +459,38 @@ void tool_run_sandboxed_with(struct call *c, const char *const *argv,
 				    .workspace = ws.root, .pristine_home = c->ctx->argv_only,
 				    .bin_names = opt ? opt->bin_names : NULL,
 				    .bin_paths = opt ? opt->bin_paths : NULL};
-	struct sandbox_run run;
+	struct sandbox_dir wdir, *skills = NULL;
+	struct sandbox_run run = {0};
 	struct proc_result pr = {0};
 	char *why = NULL;
+	if (c->ctx->workdir) {
+		if (!open_workdir(c, &wd))
+			goto out;
+		wdir = (struct sandbox_dir){.fd = wd.dirfd, .path = wd.root};
+		call.workdir = &wdir;
+	}
+	/* The skills' directories, each as it is now: one that went away
+	 * since the run started is left out. */
+	size_t nskills = c->ctx->skills ? c->ctx->nskills : 0;
+	if (nskills > TOOLS_SKILLS_MAX)
+		nskills = TOOLS_SKILLS_MAX;
+	if (nskills && !(skills = calloc(nskills, sizeof *skills))) {
+		c->oom = true;
+		goto out;
+	}
+	for (size_t i = 0; i < nskills; i++) {
+		const struct tool_skill_dir *sd = &c->ctx->skills[i];
+		int fd = open(sd->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 && errno != ENOENT && errno != ENOTDIR) {
+			tool_fail(c, "cannot open the files of skill '%s' (%s): %s", sd->name,
+				  sd->dir, strerror(errno));
+			goto out;
+		}
+		if (fd >= 0)
+			skills[call.nskills++] = (struct sandbox_dir){.fd = fd, .path = sd->dir,
+								      .name = sd->name};
+	}
+	call.skills = skills;
 	if (sandbox_prepare(sb, &call, &run, &why) < 0) {
 		if (why)
 			tool_fail(c, "%s", why);
@@ -370,6 +521,10 @@ void tool_run_sandboxed_with(struct call *c, const char *const *argv,
 out:
 	proc_result_free(&pr);
 	sandbox_run_free(&run);
+	for (size_t i = 0; skills && i < call.nskills; i++)
+		close(skills[i].fd);
+	free(skills);
+	workspace_close(&wd);
 	workspace_close(&ws);
 }
 

@@ -87,6 +87,28 @@ bool tool_is_vcs_dir(const char *name);
 /* The output cap of the call (its output_max, else the default). */
 size_t tool_output_cap(const struct call *c);
 
+/* What a file tool does at a path. */
+enum tool_access { TOOL_READ, TOOL_WRITE };
+
+/* Opens the directory a model's path leads into as ws, so that the
+ * workspace_* calls take the path as the model gave it (and name it so in
+ * their messages). The one place the file tools (read, write, edit, glob,
+ * grep) decide where a path is:
+ *   /skills/<name>[/...]  the files of the run's skill <name>, read-only:
+ *                         TOOL_WRITE is refused ("skill files are
+ *                         read-only: /skills/x/y")
+ *   /workspace[/...]      the run's workspace (scratch)
+ *   /workdir[/...]        the run's project directory (refused when the
+ *                         run has none)
+ *   anything else         the run's working directory: its workdir when it
+ *                         has one, else its workspace; relative paths
+ *                         resolve there, and an absolute one must lie
+ *                         inside it
+ * path NULL means the working directory itself. Returns false with the
+ * error in c. */
+bool tool_open_path(struct call *c, const char *path, enum tool_access how,
+		    struct workspace *ws);
+
 /* Runs argv in the sandbox with the workspace as its working directory,
  * under the call's time and output caps; the result is its output and how
  * it ended ("[exit 0]", "[timed out after 5 s; ...]"). Refused when the

@@ -56,8 +56,29 @@ struct grants;
 struct sandbox;
 struct webfetch_config;
 
+/* Where the tools see a run's project directory and its skills' files:
+ * the sandboxed processes at these paths, and the file tools accept them
+ * too (the run's workspace is at SANDBOX_WORKSPACE, "/workspace"). */
+#define TOOLS_WORKDIR "/workdir"
+#define TOOLS_SKILLS "/skills"      /* /skills/<name>: read-only */
+/* At most this many skills' directories are in reach of one run. */
+#define TOOLS_SKILLS_MAX 256
+
+/* A skill whose files the tools may read at TOOLS_SKILLS/<name>. */
+struct tool_skill_dir {
+	const char *name; /* one usable path component (skill_name_unusable) */
+	const char *dir;  /* its directory on the host, absolute */
+};
+
 struct tool_ctx {
 	const char *workspace; /* absolute path; created when missing */
+	/* The run's project directory (absolute, resolved, checked), or NULL:
+	 * the working directory of the tools, relative paths resolve in it. */
+	const char *workdir;
+	/* The run's skills whose files the tools may read (never write), at
+	 * most TOOLS_SKILLS_MAX; names are distinct. */
+	const struct tool_skill_dir *skills;
+	size_t nskills;
 	/* How process tools are confined (NULL or unusable: they are refused);
 	 * the workspace belongs to the sandbox's user when it switches. */
 	const struct sandbox *sandbox;

@@ -69,6 +69,11 @@ static void ws_errno_msg(struct buf *err, int e, const char *path)
  * that names the start directory becomes "". Returns NULL on ENOMEM. */
 static char *norm_path(const char *p)
 {
+	return workspace_norm_path(p);
+}
+
+char *workspace_norm_path(const char *p)
+{
 	size_t n = strlen(p);
 	char *out = malloc(n + 2);
 	if (!out)
@@ -130,7 +135,9 @@ static char *ws_relative(const struct workspace *ws, const char *path,
 	}
 	const char *rel = norm;
 	if (norm[0] == '/') {
-		rel = below(norm, ws->root);
+		rel = below(norm, ws->alias);
+		if (!rel)
+			rel = below(norm, ws->root);
 		if (!rel)
 			rel = below(norm, ws->real);
 		if (!rel) {
@@ -349,6 +356,18 @@ int workspace_mkdirs(const char *dir, mode_t mode)
 	}
 }
 
+/* Notes whether this kernel has openat2 (else resolution walks). */
+static void probe_openat2(struct workspace *ws)
+{
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+			       .resolve = RESOLVE_BENEATH};
+	long fd = syscall(SYS_openat2, ws->dirfd, ".", &how, sizeof how);
+	if (fd >= 0)
+		close((int)fd);
+	else if (errno == ENOSYS)
+		ws->no_openat2 = true;
+}
+
 int workspace_open(struct workspace *ws, const char *root, struct buf *err)
 {
 	return workspace_open_as(ws, root, geteuid(), getegid(), err);
@@ -456,13 +475,7 @@ int workspace_open_as(struct workspace *ws, const char *root, uid_t uid, gid_t g
 	free(real);
 	if (!ws->real)
 		goto nomem;
-	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
-			       .resolve = RESOLVE_BENEATH};
-	long fd = syscall(SYS_openat2, ws->dirfd, ".", &how, sizeof how);
-	if (fd >= 0)
-		close((int)fd);
-	else if (errno == ENOSYS)
-		ws->no_openat2 = true;
+	probe_openat2(ws);
 	return 0;
 nomem:
 	buf_puts(err, "out of memory");
@@ -473,6 +486,69 @@ fail:
 	return -1;
 }
 
+int workspace_open_dir(struct workspace *ws, const char *root, uid_t uid, gid_t gid,
+		       bool no_symlinks, struct buf *err)
+{
+	*ws = (struct workspace){.dirfd = -1};
+	if (!root || root[0] != '/') {
+		buf_printf(err, "directory path must be absolute: %s", root ? root : "(none)");
+		return -1;
+	}
+	if (!(ws->root = norm_path(root)))
+		goto nomem;
+	int e = 0;
+	if (no_symlinks) {
+		struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+				       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+		long fd = syscall(SYS_openat2, AT_FDCWD, ws->root, &how, sizeof how);
+		ws->dirfd = fd >= 0 ? (int)fd : -1;
+		e = errno;
+	}
+	if (!no_symlinks || (ws->dirfd < 0 && e == ENOSYS)) {
+		ws->dirfd = open(ws->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		e = errno;
+	}
+	if (ws->dirfd < 0) {
+		buf_printf(err, "cannot open directory %s: %s", ws->root,
+			   e == ELOOP ? "a symbolic link is in its path now" : strerror(e));
+		goto fail;
+	}
+	char *real = realpath(ws->root, NULL);
+	if (!real) {
+		buf_printf(err, "cannot resolve directory %s: %s", ws->root, strerror(errno));
+		goto fail;
+	}
+	ws->real = norm_path(real);
+	free(real);
+	if (!ws->real)
+		goto nomem;
+	if (no_symlinks && strcmp(ws->real, ws->root) != 0) {
+		buf_printf(err, "cannot open directory %s: a symbolic link is in its path now",
+			   ws->root);
+		goto fail;
+	}
+	ws->uid = uid;
+	ws->gid = gid;
+	ws->give = uid != geteuid() || gid != getegid();
+	probe_openat2(ws);
+	return 0;
+nomem:
+	buf_puts(err, "out of memory");
+fail:
+	workspace_close(ws);
+	return -1;
+}
+
+int workspace_set_alias(struct workspace *ws, const char *alias)
+{
+	char *a = norm_path(alias);
+	if (!a)
+		return -1;
+	free(ws->alias);
+	ws->alias = a;
+	return 0;
+}
+
 void workspace_close(struct workspace *ws)
 {
 	if (ws->dirfd >= 0)
@@ -480,7 +556,9 @@ void workspace_close(struct workspace *ws)
 	ws->dirfd = -1;
 	free(ws->root);
 	free(ws->real);
-	ws->root = ws->real = NULL;
+	free(ws->alias);
+	ws->root = ws->real = ws->alias = NULL;
+	ws->readonly = false;
 }
 
 static void too_large(struct buf *err, const char *path, uintmax_t size,
@@ -597,6 +675,10 @@ int workspace_write(const struct workspace *ws, const char *path,
 		    const void *data, size_t len, struct buf *err)
 {
 	size_t plen = path ? strlen(path) : 0;
+	if (ws->readonly) {
+		ws_msg(err, "read-only directory", path ? path : "");
+		return -1;
+	}
 	if (plen && path[plen - 1] == '/') {
 		ws_msg(err, "not a file path (ends with '/')", path);
 		return -1;

@@ -1,7 +1,8 @@
 /* workspace: a run's working directory, and file access confined to it.
  *
  * Paths come from the model: relative ("notes/a.txt"), or absolute inside the
- * workspace (the workspace prefix is stripped). Any other absolute path, a
+ * workspace (the workspace prefix, or its alias, the path the sandboxed
+ * processes see it at, is stripped). Any other absolute path, a
  * `..` that climbs out, or a symbolic link leading out is refused. Resolution
  * uses openat2(RESOLVE_BENEATH) on a directory fd; on kernels without openat2
  * it walks component by component with O_NOFOLLOW (symbolic links are then
@@ -28,6 +29,9 @@ struct workspace {
 	uid_t uid;       /* the owner of the workspace and of what the file */
 	gid_t gid;       /* tools make in it */
 	bool give;       /* uid/gid are not the daemon's: chown what is made */
+	char *alias;     /* where the tools' processes see the root (e.g.
+	                  * "/workspace"), or NULL */
+	bool readonly;   /* workspace_write refuses (a skill's directory) */
 };
 
 /* Opens the workspace at the absolute path root, owned by the daemon's
@@ -45,6 +49,27 @@ int workspace_open(struct workspace *ws, const char *root, struct buf *err);
  * and why; ws is then left closed (workspace_close is harmless). */
 int workspace_open_as(struct workspace *ws, const char *root, uid_t uid, gid_t gid,
 		      struct buf *err);
+
+/* Opens the existing directory at the absolute path root as a confined
+ * root, changing nothing of it (a project directory, a skill's directory).
+ * With no_symlinks, no component of root may be a symbolic link (root was
+ * resolved when it was checked: a link found now was planted since).
+ * Files and directories the file tools make in it get uid/gid. Returns 0,
+ * or -1 with a message appended to err naming the path and why; ws is
+ * then left closed. */
+int workspace_open_dir(struct workspace *ws, const char *root, uid_t uid, gid_t gid,
+		       bool no_symlinks, struct buf *err);
+
+/* Sets where the tools' processes see the root (an absolute path such as
+ * "/workdir"): absolute model paths under it are taken as inside the root.
+ * Returns 0, or -1 on ENOMEM. */
+int workspace_set_alias(struct workspace *ws, const char *alias);
+
+/* p normalised by its text: empty and "." components and repeated or
+ * trailing slashes dropped, ".." kept (only the kernel may interpret it);
+ * an absolute path keeps its leading '/'. A new string, or NULL on
+ * ENOMEM. */
+char *workspace_norm_path(const char *p);
 
 /* Reads the whole regular file at path into out (appended; NUL-terminated).
  * max is the size cap (0 = WORKSPACE_READ_MAX); a bigger file is refused

@@ -1,4 +1,4 @@
-/* write: creates or replaces a file of the workspace. */
+/* write: creates or replaces a file of the run's workdir or workspace. */
 #include "tool.h"
 
 #include <errno.h>
@@ -13,7 +13,7 @@ void tool_write(struct call *c, json_t *args)
 	    !tool_arg_string(c, args, "content", true, true, &content, &len))
 		return;
 	struct workspace ws;
-	if (!tool_open_ws(c, &ws))
+	if (!tool_open_path(c, path, TOOL_WRITE, &ws))
 		return;
 	struct buf err = {0};
 	if (workspace_write(&ws, path, content, len, &err) < 0)
