@@ -90,11 +90,11 @@ void tool_glob(struct call *c, json_t *args)
 		return;
 	}
 	struct workspace ws;
-	if (!tool_open_ws(c, &ws)) {
+	if (!tool_open_path(c, path, TOOL_READ, &ws)) {
 		globpat_free(&pat);
 		return;
 	}
-	const char *dir = tool_path(path);
+	const char *dir = path;
 	struct glob_walk w = {.c = c, .pat = &pat};
 	struct buf err = {0};
 	if (!start_prefix(c, &ws, dir, &w.strip))

@@ -220,9 +220,9 @@ void tool_grep(struct call *c, json_t *args)
 	struct grep_walk w = {.c = c, .only = only_text ? &only : NULL};
 	struct grep_result res = {0};
 	char *rel = NULL;
-	if (!tool_open_ws(c, &ws))
+	if (!tool_open_path(c, path, TOOL_READ, &ws))
 		goto done;
-	const char *dir = tool_path(path);
+	const char *dir = path;
 	rel = workspace_relative(&ws, dir, &err);
 	if (!rel) {
 		tool_fail(c, "%s", err.data ? err.data : "bad path");

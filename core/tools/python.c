@@ -14,17 +14,17 @@
 /* At most this many items in args. */
 #define PYTHON_ARGS_MAX 256
 
-/* The file at the model's path, as python3 inside is to be given it
- * ("./dir/x.py", relative to the working directory, which is the
- * workspace); NULL with the error in c. */
+/* The file at the model's path, as python3 inside is to be given it:
+ * where the sandbox shows it ("/workspace/x.py", "/workdir/dir/x.py",
+ * "/skills/<name>/scripts/x.py"); NULL with the error in c. */
 static char *script_path(struct call *c, const char *path)
 {
 	struct workspace ws;
-	if (!tool_open_ws(c, &ws))
+	if (!tool_open_path(c, path, TOOL_READ, &ws))
 		return NULL;
 	struct buf err = {0};
 	char *out = NULL;
-	const char *p = tool_path(path);
+	const char *p = path;
 	int fd = workspace_open_path(&ws, p, O_PATH, &err);
 	struct stat st;
 	if (fd < 0) {
@@ -37,7 +37,7 @@ static char *script_path(struct call *c, const char *path)
 		char *rel = workspace_relative(&ws, p, &err);
 		if (!rel)
 			tool_fail(c, "%s", err.data ? err.data : "bad path");
-		else if (asprintf(&out, "./%s", rel) < 0) {
+		else if (asprintf(&out, "%s/%s", ws.alias ? ws.alias : ".", rel) < 0) {
 			out = NULL;
 			c->oom = true;
 		}

@@ -231,17 +231,6 @@ fail:
 	return false;
 }
 
-const char *tool_path(const char *path)
-{
-	size_t n = strlen(SANDBOX_WORKSPACE);
-	if (!path || strncmp(path, SANDBOX_WORKSPACE, n) != 0 ||
-	    (path[n] != '\0' && path[n] != '/'))
-		return path;
-	path += n;
-	path += strspn(path, "/");
-	return *path ? path : ".";
-}
-
 bool tool_is_vcs_dir(const char *name)
 {
 	return !strcmp(name, ".git") || !strcmp(name, ".hg") || !strcmp(name, ".svn");

@@ -72,14 +72,6 @@ bool tool_arg_strings(struct call *c, json_t *args, const char *key, size_t max,
  * in c. */
 bool tool_open_ws(struct call *c, struct workspace *ws);
 
-/* The model's path as the workspace functions take it: the workspace as
- * the process tools see it (SANDBOX_WORKSPACE, "/workspace") and what is
- * below it become the root (".") and paths relative to it; every other
- * path is returned as given, for the workspace's rules to judge. The one
- * place where the file tools' paths (glob, grep, python's path) are read.
- * Returns path itself, a pointer into it, or ".". */
-const char *tool_path(const char *path);
-
 /* Whether a directory of this name is a version-control store (.git, .hg,
  * .svn), which glob and grep do not enter unless asked to start in it. */
 bool tool_is_vcs_dir(const char *name);

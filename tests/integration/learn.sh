@@ -94,11 +94,13 @@ assert j["valid"] and j["trust"] == "community", j
 PY
 	[ -z "$(ls -A "$T/skills" | grep '^\.')" ] || fail "a temporary directory was left: $(ls -A "$T/skills")"
 	[ ! -e "$MNT/skills/wide" ] || fail "the refused skill was written"
-	# A later run forced onto it runs it (inline: its body is the result).
+	# A later run forced onto it runs it (inline: its base directory, then
+	# its body, is the result).
 	script_calls run_skill '{"name": "greeter", "arguments": "Ann"}'
 	start_run work "greet Ann" greeter || return
 	assert_eq completed "$(cat "$MNT/runs/$RUN_ID/wait")" "the run using it"
-	assert_eq "Say hello to Ann." "$(tool_results "$MNT/runs/$RUN_ID/messages.json")" "run_skill on it"
+	assert_eq "Base directory of this skill: /skills/greeter (read-only; its scripts/ and references/ are there)
+Say hello to Ann." "$(tool_results "$MNT/runs/$RUN_ID/messages.json" | grep -v '^$')" "run_skill on it"
 	# Alone, it declares allowed-tools: [read]: a run gets read, never all.
 	script_calls read '{"path": "x"}'
 	start_run open "try" greeter || return

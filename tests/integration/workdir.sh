@@ -233,4 +233,48 @@ test_skill_script_runs_and_skill_files_are_read_only() {
 	[ -x "$T/skills/hello/scripts/hello.sh" ] || fail "the script lost its exec bit"
 }
 
+# glob, grep, python and terminal work on the workdir and read a skill's
+# files (issue "Tools that do real work", checks of items 1, 2, 5, 6, 7).
+test_file_and_process_tools_in_workdir_and_skills() {
+	command -v git >/dev/null || { echo "  (no git: skipped)"; return 0; }
+	write_config
+	local repo=$T/projects/work
+	mkdir -p "$repo/src"
+	printf '3\n4\n5\n' >"$repo/numbers.txt"
+	echo 'int main(void) { return 0; } /* needle */' >"$repo/src/main.c"
+	git -C "$repo" init -q && git -C "$repo" add . &&
+		git -C "$repo" -c user.name=Tester -c user.email=t@example.com commit -qm "seeded by the test" ||
+		{ fail "cannot make the test repository"; return; }
+	chown -R "$TOOLS_UID" "$repo"
+	start_with || return
+	script glob '{"pattern": "**/*.c"}' \
+		grep '{"pattern": "needle"}' \
+		glob '{"pattern": "scripts/*", "path": "/skills/hello"}' \
+		grep '{"pattern": "hello from", "path": "/skills/hello"}' \
+		python '{"code": "print(sum(int(x) for x in open(\"numbers.txt\")))"}' \
+		python '{"path": "/skills/hello/scripts/hello.sh"}' \
+		terminal '{"command": "git log --oneline"}' \
+		terminal '{"command": ["rm", "-rf", "."]}'
+	go "$repo" || return
+	local -a r
+	local i
+	for i in 0 1 2 3 4 5 6 7; do
+		r[i]=$(python3 - "$MNT/runs/$RUN_ID/messages.json" "$i" <<'PY'
+import json, sys
+tools = [m["content"] for m in json.load(open(sys.argv[1])) if m.get("role") == "tool"]
+print(tools[int(sys.argv[2])] if int(sys.argv[2]) < len(tools) else "(no result)")
+PY
+)
+	done
+	case "${r[0]}" in *"src/main.c"*) ;; *) fail "glob in the workdir: ${r[0]}" ;; esac
+	case "${r[1]}" in *"src/main.c:1:"*needle*) ;; *) fail "grep in the workdir: ${r[1]}" ;; esac
+	case "${r[2]}" in *"scripts/hello.sh"*) ;; *) fail "glob in a skill: ${r[2]}" ;; esac
+	case "${r[3]}" in *"hello.sh:2:"*"hello from the skill"*) ;; *) fail "grep in a skill: ${r[3]}" ;; esac
+	case "${r[4]}" in "12"*"[exit 0]"*) ;; *) fail "python on a workdir file: ${r[4]}" ;; esac
+	case "${r[5]}" in *"[exit "*) ;; *) fail "python on a skill file: ${r[5]}" ;; esac
+	case "${r[6]}" in *"seeded by the test"*"[exit 0]"*) ;; *) fail "terminal git log: ${r[6]}" ;; esac
+	case "${r[7]}" in *"terminal: "*"rm"*) ;; *) fail "terminal rm: ${r[7]}" ;; esac
+	[ -e "$repo/numbers.txt" ] || fail "terminal rm removed the project"
+}
+
 run_tests
