@@ -34,38 +34,6 @@ start_with() {
 	start_mount -c "$T/config.yaml" --state "$T/state/state.db"
 }
 
-# script_calls TOOL ARGS_JSON [TOOL ARGS_JSON]...: a main-chat script of
-# one call per turn, then the answer "done".
-script_calls() {
-	python3 - "$@" >"$T/script.json" <<'PY'
-import json, sys
-a = sys.argv[1:]
-turns = [{"role": "assistant", "content": None, "tool_calls": [
-    {"id": "c%d" % (i // 2), "type": "function",
-     "function": {"name": a[i], "arguments": a[i + 1]}}]} for i in range(0, len(a), 2)]
-turns.append({"role": "assistant", "content": "done"})
-print(json.dumps(turns))
-PY
-}
-
-# start_run CONFIG PROMPT [FORCED]: RUN_ID gets a started run.
-start_run() {
-	RUN_ID=$(cat "$MNT/runs/new") && mkdir "$MNT/runs/$RUN_ID" || return 1
-	echo "$1" >"$MNT/runs/$RUN_ID/config"
-	[ -z "${3:-}" ] || echo "$3" >"$MNT/runs/$RUN_ID/skills"
-	echo "$2" >"$MNT/runs/$RUN_ID/prompt"
-}
-
-# tool_results FILE: the content of each tool message of a messages.json.
-tool_results() {
-	python3 - "$1" <<'PY'
-import json, sys
-for m in json.load(open(sys.argv[1])):
-    if m.get("role") == "tool":
-        print(m["content"])
-PY
-}
-
 test_learned_skill_shows_and_a_later_run_uses_it() {
 	write_config ""
 	start_with || return

@@ -123,6 +123,62 @@ file_is() {
 	[ "$(cat "$1" 2>/dev/null)" = "$2" ]
 }
 
+# ---- runs with a scripted model (tests/fake_model) ----
+
+# json_args KEY VALUE: the JSON object {KEY: VALUE} (VALUE a string).
+json_args() {
+	python3 -c 'import json, sys; print(json.dumps({sys.argv[1]: sys.argv[2]}))' "$1" "$2"
+}
+
+# script_calls TOOL ARGS_JSON [TOOL ARGS_JSON]...: $T/script.json makes
+# the model make these calls, one per turn, then answer "done".
+script_calls() {
+	python3 - "$@" >"$T/script.json" <<'PY'
+import json, sys
+a = sys.argv[1:]
+turns = [{"role": "assistant", "content": None, "tool_calls": [
+    {"id": "c%d" % (i // 2), "type": "function",
+     "function": {"name": a[i], "arguments": a[i + 1]}}]} for i in range(0, len(a), 2)]
+turns.append({"role": "assistant", "content": "done"})
+print(json.dumps(turns))
+PY
+}
+
+# start_run CONFIG PROMPT [SKILLS] [WORKDIR]: a new run of configuration
+# CONFIG (RUN_ID names it), with forced SKILLS and a WORKDIR when given,
+# started by writing PROMPT.
+start_run() {
+	RUN_ID=$(cat "$MNT/runs/new") && mkdir "$MNT/runs/$RUN_ID" || return 1
+	echo "$1" >"$MNT/runs/$RUN_ID/config"
+	[ -z "${3:-}" ] || echo "$3" >"$MNT/runs/$RUN_ID/skills"
+	if [ -n "${4:-}" ]; then
+		echo "$4" >"$MNT/runs/$RUN_ID/workdir" || { fail "workdir $4 refused"; return 1; }
+	fi
+	echo "$2" >"$MNT/runs/$RUN_ID/prompt"
+}
+
+# tool_results MESSAGES_JSON [SEP]: the content of each tool message, each
+# followed by a line SEP when given.
+tool_results() {
+	python3 - "$1" "${2:-}" <<'PY'
+import json, sys
+for m in json.load(open(sys.argv[1])):
+    if m.get("role") == "tool":
+        print(m["content"])
+        if sys.argv[2]:
+            print(sys.argv[2])
+PY
+}
+
+# finish_run [SEP]: waits for RUN_ID to end and fails the test unless it
+# completed; OUT gets its tool results (tool_results, with SEP).
+finish_run() {
+	local st
+	st=$(cat "$MNT/runs/$RUN_ID/wait")
+	[ "$st" = completed ] || { fail "run $RUN_ID ended $st: $(cat "$MNT/runs/$RUN_ID/error" 2>/dev/null)"; return 1; }
+	OUT=$(tool_results "$MNT/runs/$RUN_ID/messages.json" "${1:-}")
+}
+
 run_tests() {
 	local t
 	for t in $(declare -F | awk '{print $3}' | grep '^test_'); do

@@ -42,27 +42,7 @@ start_with() {
 # call CONFIG COMMAND: one run whose model makes one bash call of COMMAND
 # and then answers "done"; OUT gets the tool's result text, RUN_ID the run.
 call() {
-	python3 - "$2" >"$T/script.json" <<'PY'
-import json, sys
-args = json.dumps({"command": sys.argv[1]})
-print(json.dumps([
-    {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": args}}]},
-    {"role": "assistant", "content": "done"}]))
-PY
-	RUN_ID=$(cat "$MNT/runs/new") && mkdir "$MNT/runs/$RUN_ID" || return 1
-	echo "$1" >"$MNT/runs/$RUN_ID/config"
-	echo "go" >"$MNT/runs/$RUN_ID/prompt"
-	local st
-	st=$(cat "$MNT/runs/$RUN_ID/wait")
-	[ "$st" = completed ] || { fail "run $RUN_ID ended $st: $(cat "$MNT/runs/$RUN_ID/error" 2>/dev/null)"; return 1; }
-	OUT=$(python3 - "$MNT/runs/$RUN_ID/messages.json" <<'PY'
-import json, sys
-for m in json.load(open(sys.argv[1])):
-    if m.get("role") == "tool":
-        print(m["content"])
-PY
-)
+	script_calls bash "$(json_args command "$2")" && start_run "$1" go && finish_run
 }
 
 # denied: the last run's call was refused by the allow-list (R5).

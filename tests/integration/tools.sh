@@ -46,31 +46,13 @@ start_with() {
 # each tool result followed by a line "=====", RUN_ID the run, WS its
 # workspace.
 calls() {
-	python3 - "$2" >"$T/script.json" <<'PY'
-import json, sys
-script = []
-for i, (tool, args) in enumerate(json.loads(sys.argv[1])):
-    script.append({"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c%d" % i, "type": "function",
-         "function": {"name": tool, "arguments": json.dumps(args)}}]})
-script.append({"role": "assistant", "content": "done"})
-print(json.dumps(script))
-PY
-	RUN_ID=$(cat "$MNT/runs/new") && mkdir "$MNT/runs/$RUN_ID" || return 1
+	local -a a
+	mapfile -t a < <(python3 -c 'import json, sys
+for tool, args in json.loads(sys.argv[1]):
+    print(tool); print(json.dumps(args))' "$2")
+	script_calls "${a[@]}" && start_run "$1" go || return 1
 	WS=$T/state/workspaces/$RUN_ID
-	echo "$1" >"$MNT/runs/$RUN_ID/config"
-	echo "go" >"$MNT/runs/$RUN_ID/prompt"
-	local st
-	st=$(cat "$MNT/runs/$RUN_ID/wait")
-	[ "$st" = completed ] || { fail "run $RUN_ID ended $st: $(cat "$MNT/runs/$RUN_ID/error" 2>/dev/null)"; return 1; }
-	OUT=$(python3 - "$MNT/runs/$RUN_ID/messages.json" <<'PY'
-import json, sys
-for m in json.load(open(sys.argv[1])):
-    if m.get("role") == "tool":
-        print(m["content"])
-        print("=====")
-PY
-)
+	finish_run "====="
 }
 
 # result N: the Nth tool result (from 1) of the last run.

@@ -58,27 +58,7 @@ start_with() {
 # fetch CONFIG URL: one run whose model makes one webfetch call of URL and
 # then answers "done"; OUT gets the tool's result text, RUN_ID the run.
 fetch() {
-	python3 - "$2" >"$T/script.json" <<'PY'
-import json, sys
-args = json.dumps({"url": sys.argv[1]})
-print(json.dumps([
-    {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "webfetch", "arguments": args}}]},
-    {"role": "assistant", "content": "done"}]))
-PY
-	RUN_ID=$(cat "$MNT/runs/new") && mkdir "$MNT/runs/$RUN_ID" || return 1
-	echo "$1" >"$MNT/runs/$RUN_ID/config"
-	echo "go" >"$MNT/runs/$RUN_ID/prompt"
-	local st
-	st=$(cat "$MNT/runs/$RUN_ID/wait")
-	[ "$st" = completed ] || { fail "run $RUN_ID ended $st: $(cat "$MNT/runs/$RUN_ID/error" 2>/dev/null)"; return 1; }
-	OUT=$(python3 - "$MNT/runs/$RUN_ID/messages.json" <<'PY'
-import json, sys
-for m in json.load(open(sys.argv[1])):
-    if m.get("role") == "tool":
-        print(m["content"])
-PY
-)
+	script_calls webfetch "$(json_args url "$2")" && start_run "$1" go && finish_run
 }
 
 # has TEXT: the last result contains TEXT.

@@ -38,45 +38,16 @@ configurations:
 CFG
 }
 
-# script TOOL ARGS_JSON [TOOL ARGS_JSON]...: the model makes these calls,
-# one per turn, then answers "done".
-script() {
-	python3 - "$@" >"$T/script.json" <<'PY'
-import json, sys
-a = sys.argv[1:]
-out = []
-for i in range(0, len(a), 2):
-    out.append({"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c%d" % i, "type": "function",
-         "function": {"name": a[i], "arguments": a[i + 1]}}]})
-out.append({"role": "assistant", "content": "done"})
-print(json.dumps(out))
-PY
-}
-
 # bash_args COMMAND: the arguments of a bash call.
 bash_args() {
-	python3 -c 'import json, sys; print(json.dumps({"command": sys.argv[1]}))' "$1"
+	json_args command "$1"
 }
 
 # go [WORKDIR]: one run of configuration open (with WORKDIR written
-# first); RUN_ID names it, OUT gets its tool results, one per line group,
-# separated by lines "---".
+# first); RUN_ID names it, OUT gets its tool results, each followed by a
+# line "---".
 go() {
-	RUN_ID=$(cat "$MNT/runs/new") && mkdir "$MNT/runs/$RUN_ID" || return 1
-	echo open >"$MNT/runs/$RUN_ID/config"
-	if [ -n "${1:-}" ]; then
-		echo "$1" >"$MNT/runs/$RUN_ID/workdir" || { fail "workdir $1 refused"; return 1; }
-	fi
-	echo "go" >"$MNT/runs/$RUN_ID/prompt"
-	local st
-	st=$(cat "$MNT/runs/$RUN_ID/wait")
-	[ "$st" = completed ] || { fail "run $RUN_ID ended $st: $(cat "$MNT/runs/$RUN_ID/error" 2>/dev/null)"; return 1; }
-	OUT=$(python3 - "$MNT/runs/$RUN_ID/messages.json" <<'PY'
-import json, sys
-print("\n---\n".join(m["content"] for m in json.load(open(sys.argv[1])) if m.get("role") == "tool"))
-PY
-)
+	start_run open go "" "${1:-}" && finish_run "---"
 }
 
 start_with() {
@@ -124,7 +95,7 @@ import json, sys
 assert json.load(open(sys.argv[1]))["workdir"] == sys.argv[2]
 PY
 	# Read-only once the run started.
-	script
+	script_calls
 	echo go >"$MNT/runs/r1/prompt"
 	cat "$MNT/runs/r1/wait" >/dev/null
 	expect_fail "Permission denied" sh -c "echo $T/projects >'$MNT/runs/r1/workdir'"
@@ -164,7 +135,7 @@ test_run_works_in_a_git_repository() {
 	# The tools run as $TOOLS_UID: the project must be theirs to write.
 	chown -R "$TOOLS_UID" "$repo"
 	start_with || return
-	script bash "$(bash_args 'pwd; git log --oneline; echo from-run > fromrun.txt; echo scratch > /workspace/s.txt; echo HOME=$HOME')" \
+	script_calls bash "$(bash_args 'pwd; git log --oneline; echo from-run > fromrun.txt; echo scratch > /workspace/s.txt; echo HOME=$HOME')" \
 		write '{"path": "written.txt", "content": "by the write tool\n"}' \
 		read '{"path": "README"}'
 	go "$repo" || return
@@ -198,7 +169,7 @@ test_workdir_checked_again_at_start() {
 	stop_mount
 	sed -i 's|workdir_roots: \[projects\]|workdir_roots: [elsewhere]|' "$T/config.yaml"
 	start_with || return
-	script
+	script_calls
 	echo go >"$MNT/runs/r1/prompt"
 	assert_eq failed "$(cat "$MNT/runs/r1/wait")" "a run whose workdir left the roots"
 	grep -q "is not under runs.workdir_roots" "$MNT/runs/r1/error" ||
@@ -214,7 +185,7 @@ test_skill_script_runs_and_skill_files_are_read_only() {
 	start_with || return
 	local before
 	before=$(cd "$T/skills" && find . -type f -exec sha256sum {} + | sort)
-	script run_skill '{"name": "hello"}' \
+	script_calls run_skill '{"name": "hello"}' \
 		bash "$(bash_args '/skills/hello/scripts/hello.sh')" \
 		bash "$(bash_args 'echo x > /skills/hello/x; echo rc=$?; rm /skills/hello/SKILL.md; echo rc=$?; ls /skills')" \
 		write '{"path": "/skills/hello/x", "content": "x"}' \
@@ -247,7 +218,7 @@ test_file_and_process_tools_in_workdir_and_skills() {
 		{ fail "cannot make the test repository"; return; }
 	chown -R "$TOOLS_UID" "$repo"
 	start_with || return
-	script glob '{"pattern": "**/*.c"}' \
+	script_calls glob '{"pattern": "**/*.c"}' \
 		grep '{"pattern": "needle"}' \
 		glob '{"pattern": "scripts/*", "path": "/skills/hello"}' \
 		grep '{"pattern": "hello from", "path": "/skills/hello"}' \
