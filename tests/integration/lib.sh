@@ -123,6 +123,15 @@ file_is() {
 	[ "$(cat "$1" 2>/dev/null)" = "$2" ]
 }
 
+# require_bwrap: a script whose every test needs bubblewrap skips (exit 77)
+# without it, and fails under CI, which installs it.
+require_bwrap() {
+	command -v bwrap >/dev/null 2>&1 && return 0
+	[ -n "${CI:-}" ] && { echo "bubblewrap is missing under CI" >&2; exit 1; }
+	echo "SKIP: bubblewrap (bwrap) is not installed"
+	exit 77
+}
+
 # ---- runs with a scripted model (tests/fake_model) ----
 
 # json_args KEY VALUE: the JSON object {KEY: VALUE} (VALUE a string).

@@ -6,11 +6,7 @@
 
 : "${FAKE_MODEL:?FAKE_MODEL must name tests/fake_model}"
 
-if ! command -v bwrap >/dev/null 2>&1; then
-	[ -n "${CI:-}" ] && { echo "bubblewrap is missing under CI" >&2; exit 1; }
-	echo "SKIP: bubblewrap (bwrap) is not installed"
-	exit 77
-fi
+require_bwrap
 
 # Whether the sandbox's PATH (not this shell's) has the program.
 in_sandbox_path() {

@@ -8,11 +8,7 @@
 
 : "${FAKE_MODEL:?FAKE_MODEL must name tests/fake_model}"
 
-if ! command -v bwrap >/dev/null 2>&1; then
-	[ -n "${CI:-}" ] && { echo "bubblewrap is missing under CI" >&2; exit 1; }
-	echo "SKIP: bubblewrap (bwrap) is not installed"
-	exit 77
-fi
+require_bwrap
 
 # The user the sandboxed tools run as: nobody when the daemon is root.
 if [ "$(id -u)" = 0 ]; then TOOLS_UID=65534; else TOOLS_UID=$(id -u); fi
