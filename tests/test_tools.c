@@ -1965,6 +1965,16 @@ static void test_grep_arguments_and_confinement(void **state)
 	expect_error_has(&r, "grep: invalid regular expression (POSIX extended syntax): ");
 	r = run(f, "grep", "{\"pattern\": \"\"}");
 	expect_error(&r, "grep: the pattern is empty");
+	/* The pattern runs in the daemon: nothing that costs it gigabytes
+	 * (nested intervals) or exponential time (back-references). */
+	r = run(f, "grep", "{\"pattern\": \"((a{1,100}){1,100}){1,100}\"}");
+	expect_error_has(&r, "grep: the pattern is refused: the pattern's repetitions");
+	r = run(f, "grep", "{\"pattern\": \"(.{1,30}){1,30}x\"}");
+	expect_error_has(&r, "grep: the pattern is refused: the pattern's repetitions");
+	r = run(f, "grep", "{\"pattern\": \"(.*)*\\\\1\\\\1x\"}");
+	expect_error_has(&r, "grep: the pattern is refused: back-references");
+	r = run(f, "grep", "{\"pattern\": \"[\\\\1]{1,8}(ab|c){2,10}\"}");
+	expect_ok(&r, "no lines match [\\1]{1,8}(ab|c){2,10} in .\n");
 	r = run(f, "grep", "{\"pattern\": \"a\", \"ignore_case\": \"yes\"}");
 	expect_error(&r, "grep: argument 'ignore_case' must be true or false");
 	r = run(f, "grep", "{\"pattern\": \"a\", \"glob\": \"../*\"}");

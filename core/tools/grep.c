@@ -22,6 +22,14 @@
 /* A NUL byte in this much of the start makes a file binary. */
 #define GREP_BINARY_PROBE 8192
 #define GREP_POLL_EVERY 4096
+/* The pattern runs in the daemon, without a timeout, so its cost is
+ * bounded: at most this many bytes, at most this many positions once the
+ * intervals ({m,n}, which the regex compiler unrolls) are expanded, at
+ * most this deep in groups, and no back-references (\1..\9, whose
+ * matching is exponential). */
+#define GREP_PATTERN_MAX 1024
+#define GREP_PATTERN_EXPANDED_MAX 256
+#define GREP_PATTERN_DEPTH 32
 
 struct grep_walk {
 	struct call *c;
@@ -167,6 +175,113 @@ static void put_notes(struct call *c, const struct grep_result *res, bool too_ma
 			 res->unreadable == 1 ? "" : "s");
 }
 
+static size_t sat_mul(size_t a, size_t b)
+{
+	return b && a > (GREP_PATTERN_EXPANDED_MAX + 1) / b ? GREP_PATTERN_EXPANDED_MAX + 1
+							   : a * b;
+}
+
+static size_t sat_add(size_t a, size_t b)
+{
+	size_t s = a + b;
+	return s > GREP_PATTERN_EXPANDED_MAX + 1 ? GREP_PATTERN_EXPANDED_MAX + 1 : s;
+}
+
+/* The end of the bracket expression starting at p ('['), or NULL. */
+static const char *bracket_end(const char *p)
+{
+	p++;
+	if (*p == '^')
+		p++;
+	if (*p == ']')
+		p++;
+	for (; *p; p++) {
+		if (*p == '[' && (p[1] == ':' || p[1] == '=' || p[1] == '.')) {
+			char close = p[1];
+			const char *e = p + 2;
+			while (*e && !(e[0] == close && e[1] == ']'))
+				e++;
+			if (!*e)
+				return NULL;
+			p = e + 1;
+		} else if (*p == ']') {
+			return p;
+		}
+	}
+	return NULL;
+}
+
+/* Whether the ERE pattern is cheap enough to run here (see
+ * GREP_PATTERN_*); else *why says what is refused. A pattern this cannot
+ * read is left to regcomp to report. */
+static bool pattern_bounded(const char *pattern, const char **why)
+{
+	size_t total[GREP_PATTERN_DEPTH + 1], last[GREP_PATTERN_DEPTH + 1];
+	int depth = 0;
+	total[0] = last[0] = 0;
+	if (strlen(pattern) > GREP_PATTERN_MAX) {
+		*why = "the pattern is longer than 1024 bytes";
+		return false;
+	}
+	for (const char *p = pattern; *p; p++) {
+		if (*p == '\\') {
+			if (p[1] >= '1' && p[1] <= '9') {
+				*why = "back-references (\\1 to \\9) are not supported";
+				return false;
+			}
+			if (p[1])
+				p++;
+			last[depth] = 1;
+			total[depth] = sat_add(total[depth], 1);
+		} else if (*p == '[') {
+			const char *e = bracket_end(p);
+			if (!e)
+				return true;
+			p = e;
+			last[depth] = 1;
+			total[depth] = sat_add(total[depth], 1);
+		} else if (*p == '(') {
+			if (depth == GREP_PATTERN_DEPTH) {
+				*why = "the pattern nests groups more than 32 deep";
+				return false;
+			}
+			depth++;
+			total[depth] = last[depth] = 0;
+		} else if (*p == ')' && depth > 0) {
+			size_t g = total[depth] ? total[depth] : 1;
+			depth--;
+			last[depth] = g;
+			total[depth] = sat_add(total[depth], g);
+		} else if (*p == '{' && p[1] >= '0' && p[1] <= '9') {
+			char *e;
+			unsigned long m = strtoul(p + 1, &e, 10), n = m;
+			if (*e == ',')
+				n = e[1] >= '0' && e[1] <= '9' ? strtoul(e + 1, &e, 10) : (e++, m);
+			if (*e != '}')
+				return true;
+			size_t k = n > m ? n : m;
+			if (k > GREP_PATTERN_EXPANDED_MAX)
+				k = GREP_PATTERN_EXPANDED_MAX + 1;
+			if (k > 1)
+				total[depth] = sat_add(total[depth],
+						       sat_mul(last[depth], k - 1));
+			last[depth] = sat_mul(last[depth], k);
+			p = e;
+		} else if (*p != '*' && *p != '+' && *p != '?' && *p != '|' && *p != '^' &&
+			   *p != '$') {
+			last[depth] = 1;
+			total[depth] = sat_add(total[depth], 1);
+		}
+		for (int i = 0; i <= depth; i++)
+			if (total[i] > GREP_PATTERN_EXPANDED_MAX) {
+				*why = "the pattern's repetitions ({m,n}) expand to more than "
+				       "256 positions";
+				return false;
+			}
+	}
+	return true;
+}
+
 void tool_grep(struct call *c, json_t *args)
 {
 	const char *pattern, *path = ".", *only_text = NULL;
@@ -180,6 +295,11 @@ void tool_grep(struct call *c, json_t *args)
 		return;
 	if (!*pattern) {
 		tool_fail(c, "the pattern is empty");
+		return;
+	}
+	const char *costly = NULL;
+	if (!pattern_bounded(pattern, &costly)) {
+		tool_fail(c, "the pattern is refused: %s; write a simpler one", costly);
 		return;
 	}
 	regex_t re;
