@@ -1440,6 +1440,25 @@ static void test_sec7_learn_skill_never_grants_more_than_the_run(void **state)
 	learn_free(&l);
 }
 
+/* A learned WebFetch(domain:...) item is judged by the domain rules: a
+ * subdomain of the run's domain is within it, another domain is not. */
+static void test_sec7_learn_skill_domain_items_use_the_domain_rules(void **state)
+{
+	struct fx *f = *state;
+	struct learn_fx l;
+	learn_setup(f, &l, "[\"WebFetch(domain:a.com)\"]");
+	struct tool_result r = run(f, "learn_skill", "{\"name\": \"fresh\", \"description\": "
+				   "\"d\", \"body\": \"b\", \"allowed_tools\": "
+				   "[\"WebFetch(domain:docs.a.com)\"]}");
+	if (r.is_error)
+		fail_msg("%s", r.text);
+	tool_result_free(&r);
+	r = run(f, "learn_skill", "{\"name\": \"other\", \"description\": \"d\", "
+		"\"body\": \"b\", \"allowed_tools\": [\"WebFetch(domain:b.com)\"]}");
+	expect_error_has(&r, "admits commands this run's patterns for 'webfetch' do not");
+	learn_free(&l);
+}
+
 static void test_sec7_learn_skill_writes_the_skill_atomically(void **state)
 {
 	struct fx *f = *state;
@@ -2110,6 +2129,7 @@ int main(void)
 		T(test_sec7_learn_skill_refusals),
 		T(test_sec7_learn_skill_never_grants_more_than_the_run),
 		T(test_sec7_learn_skill_writes_the_skill_atomically),
+		T(test_sec7_learn_skill_domain_items_use_the_domain_rules),
 		T(test_python_arguments_are_checked),
 		TS(test_python_runs_code_and_files),
 		T(test_python_unavailable_without_python3),

@@ -228,7 +228,7 @@ static bool item_within(struct call *c, const struct grants *allow, const char *
 	} else if (!grants_tool_has_patterns(t->name)) {
 		tool_fail(c, "allowed_tools: item %s: '%s' takes no command pattern",
 			  q, t->name);
-	} else if (grants_pattern_check(g.pattern, &why) < 0) {
+	} else if (grants_tool_pattern_check(t->name, g.pattern, &why) < 0) {
 		if (why)
 			tool_fail(c, "allowed_tools: item %s grants nothing: %s", q, why);
 		else
@@ -237,7 +237,8 @@ static bool item_within(struct call *c, const struct grants *allow, const char *
 		ok = true;
 	} else {
 		for (size_t i = 0; i < t->patterns.n && !ok; i++)
-			ok = grants_pattern_covers(t->patterns.items[i], g.pattern);
+			ok = grants_tool_pattern_covers(t->name, t->patterns.items[i],
+							g.pattern);
 		if (!ok)
 			tool_fail(c, "allowed_tools: item %s admits commands this run's "
 				  "patterns for '%s' do not; a learned skill can only "
