@@ -1926,14 +1926,21 @@ int runs_truncate(struct runs *r, const char *id, const char *name, off_t size)
 
 /* Enqueues a created run whose prompt was closed (R6): the allow-list is
  * resolved now and stored with it. */
-static void enqueue(struct runs *r, const char *id)
+/* Enqueues run id when its prompt was written (R6: its allow-list is
+ * resolved and stored now). Returns 0 when the run is queued and stored
+ * (or failed and stored, for a configuration that is gone), or when there
+ * was nothing to start; a negative errno when the store could not commit
+ * (-EAGAIN: the database is locked elsewhere; -ENOSPC, -EROFS, -EIO): the
+ * run then stays created, as it was, and writing the prompt again starts
+ * it. */
+static int enqueue(struct runs *r, const char *id)
 {
 	pthread_mutex_lock(&r->lock);
 	struct run *run = run_find(r, id);
 	if (!run || run->state != RUNSTATE_CREATED || !run->prompt_written || !run->prompt.len ||
 	    run->prompt_refused) {
 		pthread_mutex_unlock(&r->lock);
-		return;
+		return 0;
 	}
 	run->prompt_written = false;
 	char *prompt = strndup(run->prompt.data, run->prompt.len);
@@ -1966,6 +1973,7 @@ static void enqueue(struct runs *r, const char *id)
 	/* The state is written to the store and to memory under the lock, so
 	 * no refresh is needed: tell the mount and waiters directly. */
 	int rc;
+	bool refresh_needed = false;
 	struct waiter *ready = NULL;
 	if (error) {
 		rc = store_run_transition(r->store, id, RUNSTATE_CREATED, RUNSTATE_FAILED,
@@ -1976,8 +1984,11 @@ static void enqueue(struct runs *r, const char *id)
 		}
 	} else if ((rc = store_run_enqueue(r->store, id, config, prompt, forced, allow, NULL,
 					 NULL)) == 0) {
+		/* Stored: that is the acknowledgment; a queue that cannot grow
+		 * leaves the run to the store (refresh below, a remount). */
 		run->state = RUNSTATE_QUEUED;
-		rc = queue_push(r, id);
+		if (queue_push(r, id) < 0)
+			refresh_needed = true;
 	}
 	clock_gettime(CLOCK_REALTIME, &run->changed);
 	pthread_mutex_unlock(&r->lock);
@@ -1988,13 +1999,14 @@ static void enqueue(struct runs *r, const char *id)
 	free(names);
 	free(prompt);
 	free(config);
-	if (rc < 0) {
+	if (rc < 0 || refresh_needed) {
 		refresh(r, id); /* the store is the truth */
-		return;
+		return rc;
 	}
 	/* Blocked readers first, as refresh_files does. */
 	answer_waiters(ready, 0, runstate_name(RUNSTATE_FAILED));
 	notify(r, id, RUN_CHANGED_STATE);
+	return 0;
 }
 
 /* The writer counter of run's file name, or NULL when closing that file
@@ -2039,10 +2051,8 @@ int runs_close_writer(struct runs *r, const char *id, const char *name, uint64_t
 	pthread_mutex_unlock(&r->lock);
 	if (!last)
 		return 0;
-	if (strcmp(name, "prompt") == 0) {
-		enqueue(r, id);
-		return 0;
-	}
+	if (strcmp(name, "prompt") == 0)
+		return enqueue(r, id);
 	pthread_mutex_lock(&r->lock);
 	run = run_find(r, id);
 	int rc = 0;

@@ -172,7 +172,9 @@ uint64_t runs_open_writer(struct runs *r, const char *id, const char *name);
  * question; doing so at the opener's close makes the run queued, and
  * stored, by the time its writer's close returns. A ticket of a run since
  * removed (or removed and made again) changes nothing. Returns 0 or a
- * negative errno. */
+ * negative errno; for a prompt, the store's (-EAGAIN for a database
+ * locked elsewhere, -ENOSPC, -EROFS, -EIO), with the run left created
+ * until the prompt is written again. */
 int runs_close_writer(struct runs *r, const char *id, const char *name, uint64_t ticket,
 		      bool release);
 

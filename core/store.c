@@ -167,6 +167,9 @@ static int errno_of(int sqlite_rc)
 		return -ENOSPC;
 	case SQLITE_READONLY:
 		return -EROFS;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EAGAIN; /* held elsewhere past the busy timeout */
 	default:
 		return -EIO;
 	}

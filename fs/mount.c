@@ -452,9 +452,13 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct mount *m = M(req);
 	struct run_open *ro = (struct run_open *)(uintptr_t)fi->fh;
 	struct run_ref ref;
+	int rc = 0;
+	/* A run the store could not take fails the close with why (EAGAIN
+	 * for a database locked elsewhere, ENOSPC...): the run stays
+	 * created, and writing the prompt again starts it. */
 	if (ro && ro->writer && fuse_req_ctx(req)->pid == ro->opener && run_file_of(m, ino, &ref))
-		runs_close_writer(m->runs, ref.id, ref.name, ro->writer, false);
-	fuse_reply_err(req, 0);
+		rc = runs_close_writer(m->runs, ref.id, ref.name, ro->writer, false);
+	fuse_reply_err(req, rc < 0 ? -rc : 0);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

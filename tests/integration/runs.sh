@@ -795,4 +795,43 @@ JSON
 	return 0
 }
 
+# Issue "Nothing acknowledged is lost": a close of prompt that the store
+# could not take (the database locked by another process past the busy
+# timeout) fails with EAGAIN, the run stays created, and the same command
+# starts it once the lock is gone.
+test_prompt_close_fails_when_the_store_cannot_commit() {
+	python3 -c 'import sqlite3' 2>/dev/null || { echo "  (no python3 sqlite3: skipped)"; return 0; }
+	write_config "$echo_model" 1
+	start_with || return
+	local id
+	id=$(new_run) || return
+	python3 - "$T/state/state.db" "$T/locked" <<'PY' &
+import sqlite3, sys, time, os
+c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)
+c.execute("BEGIN EXCLUSIVE")
+open(sys.argv[2], "w").close()
+time.sleep(9)
+c.execute("ROLLBACK")
+PY
+	local locker=$!
+	wait_for 5 test -e "$T/locked" || { fail "the locker did not take the lock"; kill $locker; return; }
+	# python reports what close() says (bash's echo ignores it, as many
+	# programs do: the writer of a prompt should check its close).
+	python3 - "$MNT/runs/$id/prompt" <<'PY' || fail "the close of prompt did not fail with EAGAIN"
+import errno, os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)
+os.write(fd, b"hello\n")
+try:
+    os.close(fd)
+except OSError as e:
+    assert e.errno == errno.EAGAIN, e
+else:
+    raise SystemExit("the close succeeded")
+PY
+	assert_eq created "$(cat "$MNT/runs/$id/status")" "the run stays created"
+	wait $locker
+	echo 'hello' >"$MNT/runs/$id/prompt" || fail "the repeated write failed"
+	assert_eq completed "$(cat "$MNT/runs/$id/wait")" "the repeated write starts the run"
+}
+
 run_tests
