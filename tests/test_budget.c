@@ -31,7 +31,7 @@ static void size_bad(const char *text)
 {
 	uint64_t v = 12345;
 	if (size_parse(text, UINT64_MAX, &v) == 0)
-		fail_msg("'%s' was accepted as %llu", text, (unsigned long long)v);
+		fail_msg("'%s' was accepted as %llu", text ? text : "(null)", (unsigned long long)v);
 	assert_int_equal(v, 12345); /* untouched */
 }
 

@@ -91,7 +91,7 @@ static int teardown(void **state)
 static void put_file(const char *dir, const char *name, const char *content)
 {
 	char p[PATH_MAX];
-	snprintf(p, sizeof p, "%s/%s", dir, name);
+	assert_true(snprintf(p, sizeof p, "%s/%s", dir, name) < (int)sizeof p);
 	FILE *fp = fopen(p, "w");
 	assert_non_null(fp);
 	fputs(content, fp);
