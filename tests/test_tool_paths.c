@@ -22,6 +22,7 @@
 #include "config.h"
 #include "sandbox.h"
 #include "tools.h"
+#include "tooltest.h"
 #include "workspace.h"
 
 #include "testutil.h"
@@ -154,20 +155,10 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Runs a tool with string arguments k1=v1 (and k2=v2). */
 static struct tool_result run2(struct fx *f, const char *tool, const char *k1, const char *v1,
 			       const char *k2, const char *v2)
 {
-	json_t *args = json_object();
-	assert_non_null(args);
-	json_object_set_new(args, k1, json_string(v1));
-	if (k2)
-		json_object_set_new(args, k2, json_string(v2));
-	struct tool_result r;
-	assert_int_equal(tools_exec(&f->ctx, tool, args, &r), 0);
-	assert_non_null(r.text);
-	json_decref(args);
-	return r;
+	return tooltest_run_kv(&f->ctx, tool, k1, v1, k2, v2);
 }
 
 static struct tool_result run1(struct fx *f, const char *tool, const char *k, const char *v)
@@ -175,32 +166,8 @@ static struct tool_result run1(struct fx *f, const char *tool, const char *k, co
 	return run2(f, tool, k, v, NULL, NULL);
 }
 
-static void expect_ok(struct tool_result *r, const char *text)
-{
-	if (r->is_error)
-		fail_msg("unexpected error result: %s", r->text);
-	if (text && strcmp(r->text, text) != 0)
-		fail_msg("result '%s', want '%s'", r->text, text);
-	tool_result_free(r);
-}
 
-static void expect_error_has(struct tool_result *r, const char *part)
-{
-	if (!r->is_error)
-		fail_msg("expected an error, got: %s", r->text);
-	if (!strstr(r->text, part))
-		fail_msg("'%s' not in error '%s'", part, r->text);
-	tool_result_free(r);
-}
 
-static void expect_ok_has(struct tool_result *r, const char *part)
-{
-	if (r->is_error)
-		fail_msg("unexpected error result: %s", r->text);
-	if (!strstr(r->text, part))
-		fail_msg("'%s' not in result '%s'", part, r->text);
-	tool_result_free(r);
-}
 
 /* ---- the file tools ---- */
 

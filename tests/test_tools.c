@@ -31,6 +31,7 @@
 #include "skill.h"
 #include "strlist.h"
 #include "tools.h"
+#include "tooltest.h"
 #include "workspace.h"
 
 /* The sandbox of this machine, probed once (bubblewrap, as CI installs). */
@@ -132,64 +133,15 @@ static void make_ws(struct fx *f)
 		assert_int_equal(errno, EEXIST);
 }
 
-/* Runs a tool with arguments given as JSON text. */
-static struct tool_result run(struct fx *f, const char *tool,
-			      const char *json_args)
+static struct tool_result run(struct fx *f, const char *tool, const char *json_args)
 {
-	json_error_t jerr;
-	json_t *args = json_args ? json_loads(json_args, JSON_ALLOW_NUL, &jerr)
-				 : NULL;
-	if (json_args && !args)
-		fail_msg("bad test JSON: %s", jerr.text);
-	struct tool_result r;
-	assert_int_equal(tools_exec(&f->ctx, tool, args, &r), 0);
-	assert_non_null(r.text);
-	json_decref(args);
-	return r;
+	return tooltest_run(&f->ctx, tool, json_args);
 }
 
-/* Runs a tool with one or two string arguments (values need no escaping
- * by the caller). */
-static struct tool_result run_kv(struct fx *f, const char *tool,
-				 const char *k1, const char *v1,
-				 const char *k2, const char *v2)
+static struct tool_result run_kv(struct fx *f, const char *tool, const char *k1,
+				 const char *v1, const char *k2, const char *v2)
 {
-	json_t *args = json_object();
-	assert_non_null(args);
-	json_object_set_new(args, k1, json_string(v1));
-	if (k2)
-		json_object_set_new(args, k2, json_string(v2));
-	struct tool_result r;
-	assert_int_equal(tools_exec(&f->ctx, tool, args, &r), 0);
-	assert_non_null(r.text);
-	json_decref(args);
-	return r;
-}
-
-static void expect_ok(struct tool_result *r, const char *text)
-{
-	if (r->is_error)
-		fail_msg("unexpected error result: %s", r->text);
-	if (text)
-		assert_string_equal(r->text, text);
-	tool_result_free(r);
-}
-
-static void expect_error(struct tool_result *r, const char *text)
-{
-	if (!r->is_error)
-		fail_msg("expected an error, got: %s", r->text);
-	assert_string_equal(r->text, text);
-	tool_result_free(r);
-}
-
-static void expect_error_has(struct tool_result *r, const char *part)
-{
-	if (!r->is_error)
-		fail_msg("expected an error, got: %s", r->text);
-	if (!strstr(r->text, part))
-		fail_msg("'%s' not in error '%s'", part, r->text);
-	tool_result_free(r);
+	return tooltest_run_kv(&f->ctx, tool, k1, v1, k2, v2);
 }
 
 /* ---- registry ---- */

@@ -29,6 +29,7 @@
 #include "strlist.h"
 #include "tool.h"
 #include "tools.h"
+#include "tooltest.h"
 #include "webfetch.h"
 #include "webtext.h"
 
@@ -47,22 +48,7 @@ static struct tool_result exec_json(const struct tool_ctx *ctx, const char *json
 	return r;
 }
 
-static void expect_error(struct tool_result *r, const char *text)
-{
-	if (!r->is_error)
-		fail_msg("expected an error, got: %s", r->text);
-	assert_string_equal(r->text, text);
-	tool_result_free(r);
-}
 
-static void expect_error_has(struct tool_result *r, const char *part)
-{
-	if (!r->is_error)
-		fail_msg("expected an error, got: %s", r->text);
-	if (!strstr(r->text, part))
-		fail_msg("'%s' not in error '%s'", part, r->text);
-	tool_result_free(r);
-}
 
 static int count_fds(void)
 {
