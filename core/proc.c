@@ -51,14 +51,8 @@ struct child_plan {
 	int fd_scan_max;
 	bool rlimits;
 	struct rlimit cpu, fsize, as, nofile, core;
-	const int *keep_fds;
-	size_t nkeep_fds;
-	const struct proc_mount *mounts;
-	size_t nmounts;
-	const char *mount_stage;
-	bool set_ids;
-	uid_t uid;
-	gid_t gid;
+	const struct proc_spec *spec; /* descriptors, mounts, ids (read only) */
+	size_t nkeep_fds, nmounts;    /* 0 when the spec gives none */
 	volatile int failed, stage, err;
 };
 
@@ -237,23 +231,24 @@ static int child_exec(void *arg)
 	if (p->nmounts) {
 		if (unshare(CLONE_NEWNS) != 0 ||
 		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
-		    mount("tmpfs", p->mount_stage, "tmpfs", MS_NOSUID | MS_NODEV,
+		    mount("tmpfs", p->spec->mount_stage, "tmpfs", MS_NOSUID | MS_NODEV,
 			  "mode=0755,size=64k") != 0)
 			goto fail;
 		for (size_t i = 0; i < p->nmounts; i++)
-			if (mkdir(p->mounts[i].target, 0755) != 0 ||
-			    syscall(SYS_move_mount, p->mounts[i].tree_fd, "", AT_FDCWD,
-				    p->mounts[i].target, MOVE_MOUNT_F_EMPTY_PATH) != 0)
+			if (mkdir(p->spec->mounts[i].target, 0755) != 0 ||
+			    syscall(SYS_move_mount, p->spec->mounts[i].tree_fd, "", AT_FDCWD,
+				    p->spec->mounts[i].target, MOVE_MOUNT_F_EMPTY_PATH) != 0)
 				goto fail;
 	}
 
 	/* Raw system calls: glibc's set*id would signal the parent's threads,
 	 * whose memory this child shares. Groups first, the uid last. */
 	stage = ST_IDS;
-	if (p->set_ids &&
+	const struct proc_spec *sp = p->spec;
+	if (sp->set_ids &&
 	    (syscall(SYS_setgroups, 0, NULL) != 0 ||
-	     syscall(SYS_setresgid, p->gid, p->gid, p->gid) != 0 ||
-	     syscall(SYS_setresuid, p->uid, p->uid, p->uid) != 0))
+	     syscall(SYS_setresgid, sp->gid, sp->gid, sp->gid) != 0 ||
+	     syscall(SYS_setresuid, sp->uid, sp->uid, sp->uid) != 0))
 		goto fail;
 
 	/* Nothing but 0..2 and the kept descriptors survives exec. */
@@ -261,8 +256,8 @@ static int child_exec(void *arg)
 		for (int fd = 3; fd < p->fd_scan_max; fd++)
 			(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
 	for (size_t i = 0; i < p->nkeep_fds; i++)
-		if (p->keep_fds[i] >= 3)
-			(void)fcntl(p->keep_fds[i], F_SETFD, 0);
+		if (sp->keep_fds[i] >= 3)
+			(void)fcntl(sp->keep_fds[i], F_SETFD, 0);
 
 	stage = ST_EXEC;
 	execve(p->path, p->argv, p->envp);
@@ -497,14 +492,9 @@ static int start(const struct proc_spec *spec, bool stdin_pipe, struct proc *p,
 		.cwd = spec->cwd,
 		.rlimits = spec->rlimits,
 		.fd_scan_max = FD_SCAN_MAX,
-		.keep_fds = spec->keep_fds,
+		.spec = spec,
 		.nkeep_fds = spec->keep_fds ? spec->nkeep_fds : 0,
-		.mounts = spec->mounts,
 		.nmounts = spec->mounts && spec->mount_stage ? spec->nmounts : 0,
-		.mount_stage = spec->mount_stage,
-		.set_ids = spec->set_ids,
-		.uid = spec->uid,
-		.gid = spec->gid,
 	};
 	char *path = proc_find_program(spec->argv[0], spec->envp);
 	if (!path) {
