@@ -46,6 +46,7 @@ struct store {
 	struct cached_stmt cache[STMT_CACHE_MAX];
 	size_t ncache;
 	int owner_fd;         /* flock'ed: one daemon per database */
+	uint64_t writes;      /* rows this connection changed (atomic) */
 
 	/* the checkpointer */
 	sqlite3 *ckpt_db;
@@ -295,7 +296,15 @@ static void lock(struct store *st)
 
 static void unlock(struct store *st)
 {
+	/* Every write is counted before the lock goes (store_writes). */
+	__atomic_store_n(&st->writes, (uint64_t)sqlite3_total_changes64(st->db),
+			 __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&st->lock);
+}
+
+uint64_t store_writes(struct store *st)
+{
+	return __atomic_load_n(&st->writes, __ATOMIC_ACQUIRE);
 }
 
 /* Compact JSON text of v (any JSON value), or NULL with *rc set. */
@@ -1376,9 +1385,10 @@ int store_messages(struct store *st, const char *run_id, const char *chat_id,
 	*out = NULL;
 	if (empty(run_id))
 		return no_run("", err);
-	json_t *arr = json_array();
-	if (!arr)
-		return oom(err);
+	/* The texts are copied out under the lock and parsed after it: a
+	 * large chat took the store from every other user for as long as
+	 * parsing it took. */
+	struct strlist texts = {0};
 	lock(st);
 	int rc = exists_locked(st, run_id, err);
 	sqlite3_stmt *s;
@@ -1392,24 +1402,65 @@ int store_messages(struct store *st, const char *run_id, const char *chat_id,
 				  SQLITE_STATIC);
 		int step;
 		while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-			json_t *m;
-			rc = col_json(s, 0, &m, "a message", run_id, err);
-			if (rc == 0 && json_array_append_new(arr, m) < 0)
+			const char *t = (const char *)sqlite3_column_text(s, 0);
+			if (strlist_add(&texts, t ? t : "") < 0) {
 				rc = oom(err);
-			if (rc)
 				break;
+			}
 		}
 		if (rc == 0 && step != SQLITE_DONE)
 			rc = db_fail(st, err, "reading messages");
 		release(st, s);
 	}
 	unlock(st);
+	json_t *arr = rc == 0 ? json_array() : NULL;
+	if (rc == 0 && !arr)
+		rc = oom(err);
+	for (size_t i = 0; rc == 0 && i < texts.n; i++) {
+		json_error_t je;
+		json_t *m = json_loads(texts.items[i], JSON_DECODE_ANY, &je);
+		if (!m) {
+			set_err(err, "state database: run '%s': a message is not JSON: %s",
+				run_id, je.text);
+			rc = -EIO;
+		} else if (json_array_append_new(arr, m) < 0) {
+			rc = oom(err);
+		}
+	}
+	strlist_free(&texts);
 	if (rc) {
 		json_decref(arr);
 		return rc;
 	}
 	*out = arr;
 	return 0;
+}
+
+int store_message_count(struct store *st, const char *run_id, const char *chat_id,
+			int64_t *n, char **err)
+{
+	*n = 0;
+	if (empty(run_id))
+		return no_run("", err);
+	lock(st);
+	int rc = exists_locked(st, run_id, err);
+	sqlite3_stmt *s;
+	if (rc == 0)
+		rc = prepare(st,
+			"SELECT count(*) FROM messages WHERE run_id = ?1 AND "
+			"chat_id = ?2", &s, err);
+	if (rc == 0) {
+		sqlite3_bind_text(s, 1, run_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 2, chat_id ? chat_id : "", -1,
+				  SQLITE_STATIC);
+		if (sqlite3_step(s) == SQLITE_ROW)
+			*n = sqlite3_column_int64(s, 0);
+		else
+			rc = db_fail(st, err, "counting messages");
+		release(st, s);
+	}
+	unlock(st);
+	return rc;
 }
 
 size_t store_message_bytes(const json_t *msg)

@@ -126,6 +126,11 @@ struct run_change {
  * with *err set. */
 struct store *store_open(const char *path, char **err);
 
+/* How many rows this store has written so far: a read of the store made
+ * after it returned n shows every write counted in n. Never blocks (no
+ * lock is taken), so a cache of what was read can be checked cheaply. */
+uint64_t store_writes(struct store *st);
+
 /* Closes the database (checkpointing the WAL). NULL is ignored. No call may
  * be in progress or follow. */
 void store_close(struct store *st);
@@ -219,6 +224,11 @@ int store_message_append(struct store *st, const char *run_id,
  * the chat has none). */
 int store_messages(struct store *st, const char *run_id, const char *chat_id,
 		   json_t **out, char **err);
+
+/* Sets *n to how many messages the chat has (0 when none), without
+ * reading them. */
+int store_message_count(struct store *st, const char *run_id, const char *chat_id,
+			int64_t *n, char **err);
 
 /* What a run has stored so far, for its budgets (runs.budget). */
 struct run_totals {

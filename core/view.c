@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "filecache.h"
 #include "json_text.h"
 #include "resolution.h"
 #include "runs.h"
@@ -88,6 +89,7 @@ struct node {
 	const char *data;
 	size_t len;
 	char *owned_data;
+	struct file_bytes *shared; /* data is in it: a large run file */
 	struct timespec mtime;
 	/* skills */
 	const struct catalog_entry *entry; /* top-level skill, or NULL */
@@ -114,6 +116,8 @@ static void node_release(struct node *n)
 {
 	free(n->owned_data);
 	n->owned_data = NULL;
+	file_bytes_unref(n->shared);
+	n->shared = NULL;
 }
 
 static int set_text(struct node *n, const char *data, size_t len, struct timespec mtime)
@@ -341,6 +345,10 @@ static int resolve_runs(struct snapshot *s, struct node *n, const struct comps *
 		n->kind = N_RUN_DIR;
 		n->type = VIEW_DIR;
 		return 0;
+	}
+	if (f.bytes) {
+		n->shared = f.bytes;
+		return set_text(n, f.bytes->data, f.bytes->len, f.mtime);
 	}
 	return set_owned_text(n, &f.data, f.mtime);
 }
