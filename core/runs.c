@@ -23,6 +23,7 @@
 #include "json_text.h"
 #include "model.h"
 #include "resolution.h"
+#include "statelock.h"
 #include "store.h"
 #include "tools.h"
 #include "workdir.h"
@@ -2148,6 +2149,58 @@ int runs_attach(struct engine *e, const char *state_path, char **err)
 		return -1;
 	engine_set_runs(e, r);
 	return 0;
+}
+
+/* Creates the directory of the database at path; 0, or -1 with *err. */
+static int make_state_dir(const char *path, char **err)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	else
+		snprintf(dir, sizeof dir, ".");
+	if (workspace_mkdirs(dir, 0700) == 0)
+		return 0;
+	if (asprintf(err, "cannot create the state directory %s: %s", dir, strerror(errno)) < 0)
+		*err = NULL;
+	return -1;
+}
+
+int runs_check_store(struct engine *e, const char *state_path, char **err)
+{
+	*err = NULL;
+	char *path = engine_state_path(e, state_path);
+	if (!path) {
+		*err = strdup("out of memory");
+		return -1;
+	}
+	int rc = -1;
+	if (make_state_dir(path, err) == 0) {
+		struct store *st = store_open(path, err);
+		if (st) {
+			store_close(st);
+			rc = 0;
+		}
+	}
+	free(path);
+	if (rc < 0 && !*err)
+		*err = strdup("cannot open the run database");
+	return rc;
+}
+
+int runs_lock_state(struct engine *e, const char *state_path, char **err)
+{
+	*err = NULL;
+	char *path = engine_state_path(e, state_path);
+	if (!path) {
+		*err = strdup("out of memory");
+		return -1;
+	}
+	int fd = make_state_dir(path, err) == 0 ? statelock_take(path, err) : -1;
+	free(path);
+	return fd;
 }
 
 void runs_detach(struct engine *e)

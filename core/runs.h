@@ -84,6 +84,21 @@ void runs_close(struct runs *r);
  * with *err set. */
 int runs_attach(struct engine *e, const char *state_path, char **err);
 
+/* Takes the lock of the run store at engine_state_path(e, state_path)
+ * (statelock.h; creating its directory): one daemon per state database,
+ * whatever becomes of the database file. Returns the descriptor that holds
+ * it (keep it open while the store is in use, across the daemon's fork;
+ * statelock_release), or -1 with *err set, e.g. when another skillfs holds
+ * it. */
+int runs_lock_state(struct engine *e, const char *state_path, char **err);
+
+/* Checks that the run store at engine_state_path(e, state_path) opens and
+ * migrates (creating its directory), and closes it again: nothing is
+ * loaded, no worker starts and no run moves. For errors to be seen before
+ * a daemon detaches; runs_attach opens it for use. Returns 0, or -1 with
+ * *err set. */
+int runs_check_store(struct engine *e, const char *state_path, char **err);
+
 /* Stops e's run manager (runs stay resumable; pending waits are answered)
  * and detaches it. Harmless when none is attached. */
 void runs_detach(struct engine *e);

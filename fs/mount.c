@@ -23,6 +23,7 @@
 
 #include "nodes.h"
 #include "runs.h"
+#include "statelock.h"
 #include "view.h"
 
 /* Cache lifetimes (DESIGN.md D7): files of skills and configurations only
@@ -1305,18 +1306,23 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 		return 1;
 	}
 	int status = 1;
-	/* The run database must open before we detach (errors are still seen),
-	 * but it is used only after the fork: SQLite connections do not cross
-	 * fork(), and neither do threads. */
+	/* One daemon per state database: its lock is taken before anything
+	 * else and kept until we exit (the descriptor crosses the fork of
+	 * daemonising). Then the database must open and migrate before we
+	 * detach (errors are still seen), but nothing runs yet: SQLite
+	 * connections do not cross fork(), and neither do threads. The run
+	 * manager opens it for use, loads the runs and starts the workers
+	 * only once the mount is up. */
 	char *err = NULL;
-	if (runs_attach(e, opt->state_path, &err) < 0) {
+	int state_lock = runs_lock_state(e, opt->state_path, &err);
+	if (state_lock < 0 || runs_check_store(e, opt->state_path, &err) < 0) {
 		fprintf(stderr, "skillfs: %s\n", err ? err : "cannot open the run database");
 		free(err);
+		statelock_release(state_lock);
 		fuse_opt_free_args(&args);
 		nodes_destroy(&m.nodes);
 		return 1;
 	}
-	runs_detach(e);
 	m.se = fuse_session_new(&args, &ops, sizeof ops, &m);
 	fuse_opt_free_args(&args);
 	if (!m.se)
@@ -1325,6 +1331,7 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 		goto out_session;
 	if (fuse_daemonize(opt->foreground) != 0)
 		goto out_unmount;
+	statelock_note_owner(state_lock);
 
 	/* Threads start only now: daemonising forks. Signals go to one thread. */
 	sigset_t set, old;
@@ -1391,5 +1398,6 @@ out_session:
 	fuse_session_destroy(m.se);
 out_nodes:
 	nodes_destroy(&m.nodes);
+	statelock_release(state_lock);
 	return status;
 }
