@@ -892,13 +892,57 @@ void runs_stop(struct runs *r)
 	answer_waiters(all, EINTR, NULL);
 }
 
+/* Joins the workers, waiting at most until deadline (CLOCK_REALTIME; NULL:
+ * for ever). Returns how many are still running. */
+static int join_workers(struct runs *r, const struct timespec *deadline)
+{
+	int left = 0;
+	for (int i = 0; i < r->nworkers; i++) {
+		if (!r->workers[i])
+			continue;
+		int rc = deadline ? pthread_timedjoin_np(r->workers[i], NULL, deadline)
+				  : pthread_join(r->workers[i], NULL);
+		if (rc == 0)
+			r->workers[i] = 0;
+		else
+			left++;
+	}
+	return left;
+}
+
+static void close_joined(struct runs *r);
+
 void runs_close(struct runs *r)
 {
 	if (!r)
 		return;
 	runs_stop(r);
-	for (int i = 0; i < r->nworkers; i++)
-		pthread_join(r->workers[i], NULL);
+	join_workers(r, NULL);
+	close_joined(r);
+}
+
+bool runs_close_within(struct runs *r, int timeout_ms)
+{
+	if (!r)
+		return true;
+	runs_stop(r);
+	struct timespec deadline;
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += timeout_ms / 1000;
+	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	if (join_workers(r, &deadline) > 0)
+		return false; /* r stays as it is: they still use it */
+	close_joined(r);
+	return true;
+}
+
+/* Frees r once no worker runs. */
+static void close_joined(struct runs *r)
+{
 	free(r->workers);
 	spare_free(r->spare);
 	store_close(r->store);
@@ -2208,4 +2252,13 @@ void runs_detach(struct engine *e)
 	struct runs *r = engine_runs(e);
 	engine_set_runs(e, NULL);
 	runs_close(r);
+}
+
+bool runs_detach_within(struct engine *e, int timeout_ms)
+{
+	struct runs *r = engine_runs(e);
+	if (!runs_close_within(r, timeout_ms))
+		return false; /* still attached: the workers use the engine */
+	engine_set_runs(e, NULL);
+	return true;
 }

@@ -82,6 +82,8 @@ struct mount {
 	struct fuse_session *se;
 	struct nodes nodes;
 	const char *mountpoint;
+	char *mountpoint_real; /* resolved before mounting: how mountinfo names it */
+	long mount_id;         /* ours in /proc/self/mountinfo; 0: unknown */
 	uid_t uid;
 	gid_t gid;
 	volatile int stopping;
@@ -1202,6 +1204,9 @@ static void on_change(void *ctx, const struct snapshot *old, const struct snapsh
 
 /* ---- signals and the loop ---- */
 
+/* How long the workers get to end their step at a stop. */
+#define STOP_WORKERS_MS 1500
+
 /* Sends the session one request of our own, so a worker blocked in read()
  * sees the exit flag (libfuse 3.14 does not wake the loop). Detached: if
  * the loop has already ended, the request fails when the connection goes. */
@@ -1213,6 +1218,85 @@ static void *wake_main(void *arg)
 	return NULL;
 }
 
+/* Begins the stop (D10): every pending wait is answered with EINTR now,
+ * while the mount still serves (a wait read later gets EINTR at once), the
+ * workers are told to stop (a model or tool call in flight is killed, and
+ * its run stays resumable), and the loop is told to end. */
+static void begin_stop(struct mount *m)
+{
+	m->stopping = 1;
+	runs_stop(m->runs);
+	fuse_session_exit(m->se);
+	char *wake = NULL;
+	pthread_t t;
+	pthread_attr_t attr;
+	if (asprintf(&wake, "%s/.skillfs-stop", m->mountpoint) < 0)
+		return;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &attr, wake_main, wake) != 0)
+		free(wake);
+	pthread_attr_destroy(&attr);
+}
+
+/* Unescapes a mountinfo field in place (\040 is a space, and so on). */
+static void mountinfo_unescape(char *s)
+{
+	char *o = s;
+	for (char *p = s; *p; p++) {
+		if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' &&
+		    p[3] >= '0' && p[3] <= '7') {
+			*o++ = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+			p += 3;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o = '\0';
+}
+
+/* With id > 0: whether mount id is still in this process's mount table.
+ * With id == 0: the id of the newest FUSE mount at dir (0: none). A lazy
+ * unmount (fusermount3 -uz) takes the mount out of the table at once, even
+ * while files of it are open. */
+static long mountinfo_find(long id, const char *dir)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return id > 0 ? 1 : 0; /* cannot tell: assume it is there */
+	char *line = NULL;
+	size_t cap = 0;
+	long found = 0;
+	while (getline(&line, &cap, f) > 0) {
+		long mid = strtol(line, NULL, 10);
+		if (id > 0) {
+			if (mid == id) {
+				found = 1;
+				break;
+			}
+			continue;
+		}
+		/* id parent major:minor root mountpoint options ... - fstype ... */
+		char *save = NULL, *tok = strtok_r(line, " ", &save);
+		for (int i = 0; tok && i < 4; i++)
+			tok = strtok_r(NULL, " ", &save);
+		if (!tok)
+			continue;
+		mountinfo_unescape(tok);
+		if (strcmp(tok, dir) != 0)
+			continue;
+		char *sep = strstr(save ? save : "", " - ");
+		if (sep && strncmp(sep + 3, "fuse", 4) == 0 && mid > found)
+			found = mid;
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+/* How often the signal thread looks whether the mount went away. */
+#define UNMOUNT_CHECK_MS 200
+
 static void *signal_main(void *arg)
 {
 	struct mount *m = arg;
@@ -1222,25 +1306,23 @@ static void *signal_main(void *arg)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGUSR1);
-	int sig = 0;
-	sigwait(&set, &sig);
-	if (sig == SIGUSR1)
-		return NULL; /* the loop ended on its own (unmounted) */
-	m->stopping = 1;
-	/* D10: every pending wait gets EINTR now, before the loop ends. */
-	runs_stop(m->runs);
-	fuse_session_exit(m->se);
-	char *wake = NULL;
-	pthread_t t;
-	pthread_attr_t attr;
-	if (asprintf(&wake, "%s/.skillfs-stop", m->mountpoint) < 0)
-		return NULL;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&t, &attr, wake_main, wake) != 0)
-		free(wake);
-	pthread_attr_destroy(&attr);
-	return NULL;
+	for (;;) {
+		struct timespec tick = { 0, UNMOUNT_CHECK_MS * 1000000L };
+		int sig = sigtimedwait(&set, NULL, m->mount_id > 0 ? &tick : NULL);
+		if (sig == SIGUSR1)
+			return NULL; /* the loop ended on its own (unmounted) */
+		if (sig > 0) {
+			begin_stop(m);
+			return NULL;
+		}
+		/* A lazy unmount with files still open (readers blocked in
+		 * wait) ends no loop by itself: it is seen here. */
+		if (m->mount_id > 0 && !mountinfo_find(m->mount_id, NULL)) {
+			fprintf(stderr, "skillfs: %s was unmounted: stopping\n", m->mountpoint);
+			begin_stop(m);
+			return NULL;
+		}
+	}
 }
 
 /* Whether the mount options opts (comma separated, or NULL) hold option
@@ -1327,8 +1409,13 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 	fuse_opt_free_args(&args);
 	if (!m.se)
 		goto out_nodes;
+	/* Resolved now: once mounted, a lookup of the mount point would wait
+	 * for the loop. */
+	m.mountpoint_real = realpath(opt->mountpoint, NULL);
 	if (fuse_session_mount(m.se, opt->mountpoint) != 0)
 		goto out_session;
+	if (m.mountpoint_real)
+		m.mount_id = mountinfo_find(0, m.mountpoint_real);
 	if (fuse_daemonize(opt->foreground) != 0)
 		goto out_unmount;
 	statelock_note_owner(state_lock);
@@ -1379,8 +1466,18 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 	status = fuse_session_loop(m.se) == 0 ? 0 : 1;
 	m.stopping = 1;
 	engine_unwatch(e);
-	/* Workers finish their current step; runs stay resumable. */
-	runs_detach(e);
+	/* Workers end their current step, a model or tool call in flight
+	 * being killed; runs stay resumable. One that does not end in time
+	 * (D10: the daemon exits within 2 s) is left behind: the process
+	 * exits under it, which SQLite takes as a crash (nothing committed
+	 * is lost), without freeing what it still uses. */
+	if (!runs_detach_within(e, STOP_WORKERS_MS)) {
+		fprintf(stderr, "skillfs: a run worker did not stop within %d ms: exiting "
+			"without it (its run resumes at the next mount)\n", STOP_WORKERS_MS);
+		fuse_session_unmount(m.se);
+		fflush(NULL);
+		_exit(status);
+	}
 	notes_stop(&m);
 	wake_pollers(&m, NULL);
 	pthread_kill(sig_thread, SIGUSR1);
@@ -1398,6 +1495,7 @@ out_session:
 	fuse_session_destroy(m.se);
 out_nodes:
 	nodes_destroy(&m.nodes);
+	free(m.mountpoint_real);
 	statelock_release(state_lock);
 	return status;
 }
