@@ -163,12 +163,13 @@ test_second_daemon_is_refused_even_after_the_database_was_replaced() {
 
 # ---- shutdown (DESIGN.md D10) ----
 
-# blocked PID: process PID sleeps in a read of the mount (a FUSE request
-# not answered yet).
+# blocked PID: process PID sleeps waiting for the answer to a FUSE request
+# (the kernel's request_wait_answer; where wchan is hidden, in read(2),
+# syscall 0 on x86_64).
 blocked() {
-	[ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = S ] &&
-		grep -qs fuse "/proc/$1/wchan" 2>/dev/null ||
-		grep -qs '^0 ' "/proc/$1/syscall" 2>/dev/null
+	[ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = S ] || return 1
+	grep -qsE 'request_wait_answer|fuse' "/proc/$1/wchan" ||
+		{ [ "$(uname -m)" = x86_64 ] && grep -qs '^0 ' "/proc/$1/syscall"; }
 }
 
 # readers N: N readers of the run's wait file that read once (perl's
