@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "statelock.h"
 #include "store.h"
 
 struct fx {
@@ -1217,6 +1219,43 @@ static void test_second_open_is_refused_while_open(void **state)
 	store_close(st);
 }
 
+/* One daemon per database by a lock beside it: a second taker is refused
+ * with a message naming the holder, also once the database file was
+ * replaced or deleted (the lock is not the database's inode), and gets it
+ * once the first released it. */
+static void test_state_lock_holds_whatever_becomes_of_the_database(void **state)
+{
+	struct fx *f = *state;
+	store_close(open_ok(f->db));
+	char *err = NULL;
+	int fd = statelock_take(f->db, &err);
+	assert_true(fd >= 0);
+	char pid[32];
+	snprintf(pid, sizeof pid, "(pid %ld)", (long)getpid());
+	for (int round = 0; round < 3; round++) {
+		if (round == 1) { /* replaced: a new file in its place */
+			char tmp[PATH_MAX + 8];
+			snprintf(tmp, sizeof tmp, "%s.new", f->db);
+			store_close(open_ok(tmp));
+			assert_int_equal(rename(tmp, f->db), 0);
+		} else if (round == 2) {
+			assert_int_equal(unlink(f->db), 0);
+		}
+		assert_int_equal(statelock_take(f->db, &err), -1);
+		assert_non_null(err);
+		assert_non_null(strstr(err, "is in use by another skillfs"));
+		assert_non_null(strstr(err, pid));
+		free(err);
+		err = NULL;
+	}
+	statelock_release(fd);
+	fd = statelock_take(f->db, &err);
+	assert_true(fd >= 0);
+	statelock_release(fd);
+	assert_int_equal(statelock_take("", &err), -1);
+	free(err);
+}
+
 /* R7, at most once: a started step is committed before it runs and is
  * known after a crash (a new connection sees it); steps are told apart by
  * chat, message and call, a model call's from a tool call's; a start
@@ -1516,6 +1555,7 @@ int main(void)
 		T(test_section8_events_text_is_json_lines),
 		T(test_section6_delete_removes_everything),
 		T(test_second_open_is_refused_while_open),
+		T(test_state_lock_holds_whatever_becomes_of_the_database),
 		T(test_R7_started_steps_are_recorded_and_survive),
 		T(test_v6_database_migrates_with_no_started_steps),
 		T(test_wal_is_checkpointed_and_starts_over),
