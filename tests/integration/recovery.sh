@@ -267,6 +267,40 @@ test_lazy_unmount_with_blocked_waits_and_a_call_in_flight() {
 	stop_case lazy_unmount
 }
 
+# A model call in flight is abandoned too: SIGTERM during a model call
+# that would take a minute exits within 2 s (best of 3), and after a
+# remount the call is asked again and the run completes.
+test_sigterm_during_a_model_call() {
+	local try best=
+	for try in 1 2 3; do
+		write_config
+		python3 - "$T" <<'PY' >"$T/script.json"
+import json, sys
+print(json.dumps([{"touch": sys.argv[1] + "/asked", "sleep_ms": 60000,
+                   "role": "assistant", "content": "never"}]))
+PY
+		rm -f "$T/asked"
+		start_with || return
+		start_run open go || return
+		wait_for 20 test -e "$T/asked" || { fail "the model was not asked"; return 1; }
+		readers 1 || return
+		if stopped_within_2s sigterm; then
+			echo "# sigterm during a model call: the daemon exited in $TOOK ms"
+			best=$TOOK
+			break
+		fi
+		[ "$FAILS" -eq 0 ] || return
+		stop_mount
+	done
+	[ -n "$best" ] || { fail "SIGTERM took $TOOK ms (best of 3), over 2 s"; return 1; }
+	echo '[{"role": "assistant", "content": "answered"}]' >"$T/script.json"
+	start_with || return
+	finish_run || return
+	grep -q '"type":"model_call_repeated"' "$MNT/runs/$RUN_ID/events" ||
+		fail "no model_call_repeated event"
+	assert_eq "answered" "$(cat "$MNT/runs/$RUN_ID/result")" "result"
+}
+
 # A plain unmount while readers are blocked is refused (the readers hold
 # the mount busy) and changes nothing: the readers stay blocked.
 test_unmount_while_readers_are_blocked_is_refused() {
