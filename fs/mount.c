@@ -87,6 +87,8 @@ struct mount {
 	uid_t uid;
 	gid_t gid;
 	volatile int stopping;
+	pthread_t loop_thread; /* the one in fuse_session_loop */
+	int loop_done;         /* atomic: the loop has returned */
 
 	pthread_mutex_t wait_lock; /* guards waits, polls, next_key */
 	struct wait_req *waits;
@@ -1296,6 +1298,31 @@ static long mountinfo_find(long id, const char *dir)
 
 /* How often the signal thread looks whether the mount went away. */
 #define UNMOUNT_CHECK_MS 200
+/* How long the loop gets to end after a stop before its read() of the
+ * device is interrupted (SIGUSR2): after a lazy unmount no request of
+ * ours reaches it, and one that a process still using the mount sends
+ * may never come. */
+#define LOOP_KICK_MS 500
+
+static void on_kick(int sig)
+{
+	(void)sig; /* only interrupts the loop's read() (no SA_RESTART) */
+}
+
+/* After begin_stop: waits for the loop to end, interrupting its read()
+ * when it does not within LOOP_KICK_MS, until it ends (SIGUSR1 from
+ * mount_run, which the loop's end leads to). */
+static void kick_loop(struct mount *m, sigset_t *set)
+{
+	for (;;) {
+		struct timespec t = { LOOP_KICK_MS / 1000, (LOOP_KICK_MS % 1000) * 1000000L };
+		int sig = sigtimedwait(set, NULL, &t);
+		if (sig == SIGUSR1)
+			return;
+		if (sig < 0 && !__atomic_load_n(&m->loop_done, __ATOMIC_ACQUIRE))
+			pthread_kill(m->loop_thread, SIGUSR2);
+	}
+}
 
 static void *signal_main(void *arg)
 {
@@ -1313,6 +1340,7 @@ static void *signal_main(void *arg)
 			return NULL; /* the loop ended on its own (unmounted) */
 		if (sig > 0) {
 			begin_stop(m);
+			kick_loop(m, &set);
 			return NULL;
 		}
 		/* A lazy unmount with files still open (readers blocked in
@@ -1320,6 +1348,7 @@ static void *signal_main(void *arg)
 		if (m->mount_id > 0 && !mountinfo_find(m->mount_id, NULL)) {
 			fprintf(stderr, "skillfs: %s was unmounted: stopping\n", m->mountpoint);
 			begin_stop(m);
+			kick_loop(m, &set);
 			return NULL;
 		}
 	}
@@ -1427,8 +1456,15 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGUSR1);
+	/* SIGUSR2 interrupts the loop's read() (kick_loop): blocked in every
+	 * other thread, which inherit this mask. */
+	sigaddset(&set, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
 	signal(SIGPIPE, SIG_IGN);
+	struct sigaction kick = { .sa_handler = on_kick }; /* no SA_RESTART */
+	sigemptyset(&kick.sa_mask);
+	sigaction(SIGUSR2, &kick, NULL);
+	m.loop_thread = pthread_self();
 	pthread_t sig_thread;
 	if (pthread_create(&sig_thread, NULL, signal_main, &m) != 0) {
 		fprintf(stderr, "skillfs: cannot start the signal thread\n");
@@ -1463,7 +1499,13 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 	 * are announced from the notifier and watcher threads), and one
 	 * thread that stays warm answers the open of a walk 6-8% faster than
 	 * a pool whose threads take turns. */
+	sigset_t kickset;
+	sigemptyset(&kickset);
+	sigaddset(&kickset, SIGUSR2);
+	pthread_sigmask(SIG_UNBLOCK, &kickset, NULL);
 	status = fuse_session_loop(m.se) == 0 ? 0 : 1;
+	pthread_sigmask(SIG_BLOCK, &kickset, NULL);
+	__atomic_store_n(&m.loop_done, 1, __ATOMIC_RELEASE);
 	m.stopping = 1;
 	engine_unwatch(e);
 	/* Workers end their current step, a model or tool call in flight
