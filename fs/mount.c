@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "mountinfo.h"
 #include "nodes.h"
 #include "runs.h"
 #include "statelock.h"
@@ -1241,61 +1242,6 @@ static void begin_stop(struct mount *m)
 	pthread_attr_destroy(&attr);
 }
 
-/* Unescapes a mountinfo field in place (\040 is a space, and so on). */
-static void mountinfo_unescape(char *s)
-{
-	char *o = s;
-	for (char *p = s; *p; p++) {
-		if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' &&
-		    p[3] >= '0' && p[3] <= '7') {
-			*o++ = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
-			p += 3;
-		} else {
-			*o++ = *p;
-		}
-	}
-	*o = '\0';
-}
-
-/* With id > 0: whether mount id is still in this process's mount table.
- * With id == 0: the id of the newest FUSE mount at dir (0: none). A lazy
- * unmount (fusermount3 -uz) takes the mount out of the table at once, even
- * while files of it are open. */
-static long mountinfo_find(long id, const char *dir)
-{
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return id > 0 ? 1 : 0; /* cannot tell: assume it is there */
-	char *line = NULL;
-	size_t cap = 0;
-	long found = 0;
-	while (getline(&line, &cap, f) > 0) {
-		long mid = strtol(line, NULL, 10);
-		if (id > 0) {
-			if (mid == id) {
-				found = 1;
-				break;
-			}
-			continue;
-		}
-		/* id parent major:minor root mountpoint options ... - fstype ... */
-		char *save = NULL, *tok = strtok_r(line, " ", &save);
-		for (int i = 0; tok && i < 4; i++)
-			tok = strtok_r(NULL, " ", &save);
-		if (!tok)
-			continue;
-		mountinfo_unescape(tok);
-		if (strcmp(tok, dir) != 0)
-			continue;
-		char *sep = strstr(save ? save : "", " - ");
-		if (sep && strncmp(sep + 3, "fuse", 4) == 0 && mid > found)
-			found = mid;
-	}
-	free(line);
-	fclose(f);
-	return found;
-}
-
 /* How often the signal thread looks whether the mount went away. */
 #define UNMOUNT_CHECK_MS 200
 /* How long the loop gets to end after a stop before its read() of the
@@ -1345,7 +1291,7 @@ static void *signal_main(void *arg)
 		}
 		/* A lazy unmount with files still open (readers blocked in
 		 * wait) ends no loop by itself: it is seen here. */
-		if (m->mount_id > 0 && !mountinfo_find(m->mount_id, NULL)) {
+		if (m->mount_id > 0 && !mountinfo_has(m->mount_id)) {
 			fprintf(stderr, "skillfs: %s was unmounted: stopping\n", m->mountpoint);
 			begin_stop(m);
 			kick_loop(m, &set);
@@ -1444,7 +1390,7 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 	if (fuse_session_mount(m.se, opt->mountpoint) != 0)
 		goto out_session;
 	if (m.mountpoint_real)
-		m.mount_id = mountinfo_find(0, m.mountpoint_real);
+		m.mount_id = mountinfo_fuse_at(m.mountpoint_real);
 	if (fuse_daemonize(opt->foreground) != 0)
 		goto out_unmount;
 	statelock_note_owner(state_lock);
