@@ -962,8 +962,6 @@ static int call_run_skill(struct chat *c, json_int_t msg_seq, const char *call_i
 	return rc;
 }
 
-/* Answers call k of the assistant message at index ai of the chat: R5,
- * approval, then the tool; commits the result. */
 /* At most once (R7) for a call of a tool with side effects, the call
  * number call of chat c's message msg_seq: when a start of it was
  * recorded before (the daemon died or stopped while it ran, and its result
@@ -991,6 +989,8 @@ static int start_once(struct chat *c, json_int_t msg_seq, int call, const char *
 	return rc < 0 ? fail_err(a, rc, err) : STEP_OK;
 }
 
+/* Answers call k of the assistant message at index ai of the chat: R5,
+ * approval, then the tool; commits the result. */
 static int handle_call(struct chat *c, size_t ai, size_t k)
 {
 	struct agent *a = c->a;
