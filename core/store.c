@@ -158,8 +158,23 @@ static void set_err(char **err, const char *fmt, ...)
 	*err = s;
 }
 
-static int errno_of(int sqlite_rc)
+/* The errno for an SQLite result; sys_errno is the system call's errno
+ * behind an I/O error (0: unknown), which tells a full disk or a
+ * read-only file system from a failing one. */
+static int errno_of_sys(int sqlite_rc, int sys_errno)
 {
+	if ((sqlite_rc & 0xff) == SQLITE_IOERR || (sqlite_rc & 0xff) == SQLITE_CANTOPEN) {
+		switch (sys_errno) {
+		case ENOSPC:
+			return -ENOSPC;
+		case EDQUOT:
+			return -EDQUOT;
+		case EROFS:
+			return -EROFS;
+		default:
+			break;
+		}
+	}
 	switch (sqlite_rc & 0xff) {
 	case SQLITE_NOMEM:
 		return -ENOMEM;
@@ -175,12 +190,37 @@ static int errno_of(int sqlite_rc)
 	}
 }
 
+static int errno_of(int sqlite_rc)
+{
+	return errno_of_sys(sqlite_rc, 0);
+}
+
+/* Logs damage found in the database (a row or page that cannot be
+ * read): the daemon's log is where an operator looks when a read says
+ * EIO. */
+__attribute__((format(printf, 1, 2)))
+static void log_damage(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = NULL;
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	fprintf(stderr, "skillfs: %s\n", s ? s : "the state database holds a damaged row");
+	free(s);
+}
+
 /* Reports the connection's last error about `what`; returns its errno. */
 static int db_fail(struct store *st, char **err, const char *what)
 {
+	int code = sqlite3_extended_errcode(st->db);
 	set_err(err, "state database %s: %s: %s", st->path, what,
 		sqlite3_errmsg(st->db));
-	return errno_of(sqlite3_errcode(st->db));
+	if ((code & 0xff) == SQLITE_CORRUPT || (code & 0xff) == SQLITE_NOTADB)
+		log_damage("state database %s is damaged (%s): %s", st->path, what,
+			   sqlite3_errmsg(st->db));
+	return errno_of_sys(code, sqlite3_system_errno(st->db));
 }
 
 static int oom(char **err)
@@ -329,6 +369,8 @@ static int col_json(sqlite3_stmt *s, int i, json_t **out, const char *what,
 	if (!*out) {
 		set_err(err, "state database: run '%s': %s is not JSON: %s",
 			id, what, je.text);
+		log_damage("state database: run '%s': %s is not JSON (%s): the "
+			   "file that shows it reads as EIO", id, what, je.text);
 		return -EIO;
 	}
 	return 0;
@@ -341,6 +383,8 @@ static int col_state(sqlite3_stmt *s, int i, enum runstate *out,
 	if (!runstate_parse(t, out)) {
 		set_err(err, "state database: run '%s' has unknown state '%s'",
 			id, t ? t : "(null)");
+		log_damage("state database: run '%s' has unknown state '%s'", id,
+			   t ? t : "(null)");
 		return -EIO;
 	}
 	return 0;
