@@ -784,6 +784,12 @@ out:
 	free(workdir);
 	snapshot_unref(s);
 	run_row_free(&row);
+	/* Parked no more, whatever ended it (a stop, a failure). */
+	pthread_mutex_lock(&r->lock);
+	free(run->parked);
+	run->parked = NULL;
+	run->parked_ms = run->store_failed_ms = 0;
+	pthread_mutex_unlock(&r->lock);
 	refresh_from_worker(r, id);
 }
 

@@ -66,7 +66,9 @@ CFG
 }
 
 echo_model='{provider: echo}'
-fake_model="{provider: command, command: [$FAKE_MODEL, $T/script.json], timeout: 60}"
+# The scripted model, answering only once the file $T/go exists: the test
+# decides when the answer comes (after the disk is full, the lock taken).
+gated_model="{provider: command, command: [/bin/sh, -c, 'until [ -e $T/go ]; do sleep 0.05; done; exec $FAKE_MODEL $T/script.json'], timeout: 60}"
 start_with() { start_mount -c "$T/config.yaml" --state "$STATE/state.db"; }
 
 new_run() {
@@ -143,14 +145,15 @@ test_a_disk_that_fills_mid_run_parks_the_run_until_space_is_freed() {
 	unmount_state
 	needs_root || return 0
 	mount_state || { fail "cannot mount a tmpfs"; return; }
-	printf '[{"sleep_ms": 2000, "reply": {"role": "assistant", "content": "done"}}]\n' \
-		>"$T/script.json"
-	write_config "$fake_model"
+	printf '[{"reply": {"role": "assistant", "content": "done"}}]\n' >"$T/script.json"
+	rm -f "$T/go"
+	write_config "$gated_model"
 	start_with || return
 	RUN_ID=$(new_run) || { fail "mkdir failed"; return; }
 	echo "go" >"$MNT/runs/$RUN_ID/prompt" || { fail "prompt refused"; return; }
 	wait_for 10 file_is "$MNT/runs/$RUN_ID/status" running || fail "the run did not start"
 	fill_disk # while the model thinks: its answer cannot be committed
+	touch "$T/go"
 	wait_for 30 grep -q "run $RUN_ID: parked" "$DAEMON_LOG" ||
 		{ fail "no log line says the run is parked: $(cat "$DAEMON_LOG")"; free_disk; return; }
 	assert_eq running "$(cat "$MNT/runs/$RUN_ID/status")" "a parked run keeps its state"
@@ -177,13 +180,16 @@ test_a_run_outlives_a_7s_lock_held_by_another_process() {
 	unmount_state
 	rm -rf "$STATE"
 	mkdir -p "$STATE"
-	printf '[{"sleep_ms": 500, "reply": {"role": "assistant", "content": "done"}}]\n' \
-		>"$T/script.json"
-	write_config "$fake_model"
+	printf '[{"reply": {"role": "assistant", "content": "done"}}]\n' >"$T/script.json"
+	rm -f "$T/go"
+	write_config "$gated_model"
 	start_with || return
 	RUN_ID=$(new_run) || { fail "mkdir failed"; return; }
-	rm -f "$T/locked"
-	python3 - "$STATE/state.db" "$T/locked" <<'PY' &
+	echo "go" >"$MNT/runs/$RUN_ID/prompt" || { fail "prompt refused"; return; }
+	wait_for 10 file_is "$MNT/runs/$RUN_ID/status" running || fail "the run did not start"
+	# The model answers once the lock is held: its answer's commit waits
+	# past the 5 s busy timeout.
+	python3 - "$STATE/state.db" "$T/go" <<'PY' &
 import sqlite3, sys, time
 c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)
 c.execute("BEGIN EXCLUSIVE")
@@ -192,16 +198,7 @@ time.sleep(7)
 c.execute("ROLLBACK")
 PY
 	local locker=$!
-	echo "go" >"$MNT/runs/$RUN_ID/prompt"
-	local rc=$?
-	wait_for 10 test -e "$T/locked" || fail "the locker did not take the lock"
-	if [ $rc -ne 0 ]; then
-		# The lock came first: the prompt's close said so; again.
-		wait $locker
-		echo "go" >"$MNT/runs/$RUN_ID/prompt" || { fail "prompt refused"; return; }
-		fail "the lock was taken before the run was queued: the test proved nothing"
-		return
-	fi
+	wait_for 10 test -e "$T/go" || fail "the locker did not take the lock"
 	wait $locker
 	assert_eq completed "$(timeout 30 cat "$MNT/runs/$RUN_ID/wait")" "the run outlives the lock: $(cat "$MNT/runs/$RUN_ID/error" 2>/dev/null)"
 }
