@@ -20,7 +20,10 @@ mount_state() {
 }
 
 unmount_state() {
-	[ -e "$STATE/state.db-shm" ] && chattr -i "$STATE/state.db-shm" 2>/dev/null
+	local f
+	for f in "$STATE/state.db-shm" "$STATE/state.db-wal"; do
+		[ -e "$f" ] && chattr -i "$f" 2>/dev/null
+	done
 	if grep -qs " $STATE tmpfs" /proc/self/mounts; then
 		umount "$STATE" 2>/dev/null || umount -l "$STATE"
 	fi
@@ -258,6 +261,13 @@ test_an_immutable_shm_fails_requests_with_eio_and_the_daemon_answers() {
 	mkdir "$MNT/runs/$id" || fail "mkdir once the -shm is usable again"
 	echo "again" >"$MNT/runs/$id/prompt"
 	assert_eq completed "$(timeout 20 cat "$MNT/runs/$id/wait")" "a run once the -shm is usable again"
+	# The -wal file is written, never mapped: the same holds for it.
+	chattr +i "$STATE/state.db-wal" || { fail "cannot make the -wal immutable"; return; }
+	id=$(cat "$MNT/runs/new")
+	expect_fail "Input/output error" mkdir "$MNT/runs/$id"
+	chattr -i "$STATE/state.db-wal"
+	kill -0 "$DAEMON_PID" 2>/dev/null || { fail "the daemon died"; return; }
+	mkdir "$MNT/runs/$id" || fail "mkdir once the -wal is usable again"
 }
 
 run_tests
