@@ -252,6 +252,50 @@ static json_t *usage_add(const json_t *sum, json_t *u)
 	return out;
 }
 
+static bool is_stopping(const struct agent *a)
+{
+	return a->env->stopping && a->env->stopping(a->env->stopping_arg);
+}
+
+/* Whether a commit that failed with rc may go through when tried again:
+ * a database locked elsewhere, a full or read-only disk, failing I/O. */
+static bool store_may_recover(int rc)
+{
+	return rc == -EAGAIN || rc == -ENOSPC || rc == -EDQUOT || rc == -EROFS || rc == -EIO;
+}
+
+/* After try number `attempt` of a commit (rc its result, *err its
+ * message): whether to try it again, as env->store_wait says. */
+static bool retry_commit(struct agent *a, int rc, char **err, unsigned attempt)
+{
+	const struct agent_env *env = a->env;
+	if (!env->store_wait)
+		return false;
+	if (rc == 0) {
+		if (attempt)
+			env->store_wait(env->store_wait_arg, a->run_id, 0, NULL, attempt);
+		return false;
+	}
+	if (!store_may_recover(rc) || !env->store_wait(env->store_wait_arg, a->run_id, rc, *err,
+						       attempt))
+		return false;
+	free(*err);
+	*err = NULL;
+	return true;
+}
+
+/* A commit that failed with rc after its tries: STEP_STOP when the daemon
+ * is stopping meanwhile (the run resumes from its last commit), else
+ * STEP_ERR with why. */
+static int commit_failed(struct agent *a, int rc, char *err)
+{
+	if (store_may_recover(rc) && is_stopping(a)) {
+		free(err);
+		return STEP_STOP;
+	}
+	return fail_err(a, rc, err);
+}
+
 /* An event in the run's log; data is stolen (NULL from a failed json_pack
  * means ENOMEM). */
 static int log_event(struct agent *a, const char *type, json_t *data)
@@ -259,10 +303,15 @@ static int log_event(struct agent *a, const char *type, json_t *data)
 	if (!data)
 		return oom(a);
 	char *err = NULL;
-	int rc = store_event_append(a->env->store, a->run_id, type, data, NULL, &err);
+	int rc;
+	for (unsigned attempt = 0;; attempt++) {
+		rc = store_event_append(a->env->store, a->run_id, type, data, NULL, &err);
+		if (!retry_commit(a, rc, &err, attempt))
+			break;
+	}
 	json_decref(data);
 	if (rc < 0)
-		return fail_err(a, rc, err);
+		return commit_failed(a, rc, err);
 	progress(a);
 	return STEP_OK;
 }
@@ -282,13 +331,18 @@ static int transition(struct agent *a, enum runstate from, enum runstate to,
 			return STEP_BUDGET;
 	}
 	char *err = NULL;
-	int rc = store_run_transition(a->env->store, a->run_id, from, to, ch, &err);
+	int rc;
+	for (unsigned attempt = 0;; attempt++) {
+		rc = store_run_transition(a->env->store, a->run_id, from, to, ch, &err);
+		if (!retry_commit(a, rc, &err, attempt))
+			break;
+	}
 	if (rc == -EBUSY) {
 		free(err);
 		return STEP_GONE;
 	}
 	if (rc < 0)
-		return fail_err(a, rc, err);
+		return commit_failed(a, rc, err);
 	budget_count_stored(&a->budget, bytes);
 	progress(a);
 	return STEP_OK;
@@ -617,11 +671,15 @@ static int run_subagent(struct agent *a, const struct chat *pc, json_int_t paren
 		     ? oom(a) : STEP_OK;
 	if (rc == STEP_OK && !row) {
 		json_t *tools = strlist_to_json(&sc.tools);
-		rc = tools ? store_chat_create(st, a->run_id, chat_id, parent, name, tools, &err)
-			   : -ENOMEM;
+		rc = -ENOMEM;
+		for (unsigned attempt = 0; tools; attempt++) {
+			rc = store_chat_create(st, a->run_id, chat_id, parent, name, tools, &err);
+			if (!retry_commit(a, rc, &err, attempt))
+				break;
+		}
 		json_decref(tools);
 		if (rc < 0 && rc != -EEXIST) {
-			rc = fail_err(a, rc, err);
+			rc = commit_failed(a, rc, err);
 			chat_free(&sc);
 			goto out;
 		}
@@ -677,9 +735,14 @@ static int run_subagent(struct agent *a, const struct chat *pc, json_int_t paren
 		err = NULL;
 	}
 	if (end != RUNSTATE_RUNNING) {
-		int src = store_chat_transition(st, a->run_id, chat_id, end, end_text, &err);
+		int src;
+		for (unsigned attempt = 0;; attempt++) {
+			src = store_chat_transition(st, a->run_id, chat_id, end, end_text, &err);
+			if (!retry_commit(a, src, &err, attempt))
+				break;
+		}
 		if (src < 0) {
-			rc = fail_err(a, src, err);
+			rc = commit_failed(a, src, err);
 		} else {
 			progress_files(a, true); /* subagents/<chat>/result */
 			int erc = log_event(a, "subagent_finished",
@@ -962,6 +1025,37 @@ static int call_run_skill(struct chat *c, json_int_t msg_seq, const char *call_i
 	return rc;
 }
 
+/* Whether step (msg_seq, call) of chat c was started before
+ * (store_step_started), with the retries of a commit. */
+static int step_was_started(struct chat *c, json_int_t msg_seq, int call, bool *started)
+{
+	struct agent *a = c->a;
+	char *err = NULL;
+	int rc;
+	for (unsigned attempt = 0;; attempt++) {
+		rc = store_step_started(a->env->store, a->run_id, c->id, msg_seq, call, started,
+					&err);
+		if (!retry_commit(a, rc, &err, attempt))
+			break;
+	}
+	return rc < 0 ? commit_failed(a, rc, err) : STEP_OK;
+}
+
+/* Commits the start of step (msg_seq, call) of chat c (store_step_start),
+ * with the retries of a commit. */
+static int step_start(struct chat *c, json_int_t msg_seq, int call, const char *what)
+{
+	struct agent *a = c->a;
+	char *err = NULL;
+	int rc;
+	for (unsigned attempt = 0;; attempt++) {
+		rc = store_step_start(a->env->store, a->run_id, c->id, msg_seq, call, what, &err);
+		if (!retry_commit(a, rc, &err, attempt))
+			break;
+	}
+	return rc < 0 ? commit_failed(a, rc, err) : STEP_OK;
+}
+
 /* At most once (R7) for a call of a tool with side effects, the call
  * number call of chat c's message msg_seq: when a start of it was
  * recorded before (the daemon died or stopped while it ran, and its result
@@ -972,11 +1066,9 @@ static int start_once(struct chat *c, json_int_t msg_seq, int call, const char *
 {
 	struct agent *a = c->a;
 	bool started = false;
-	char *err = NULL;
-	int rc = store_step_started(a->env->store, a->run_id, c->id, msg_seq, call, &started,
-				    &err);
-	if (rc < 0)
-		return fail_err(a, rc, err);
+	int rc = step_was_started(c, msg_seq, call, &started);
+	if (rc != STEP_OK)
+		return rc;
 	if (started) {
 		rc = log_event(a, "tool_interrupted",
 			       json_pack("{s:s, s:s, s:s}", "chat_id", c->id, "call_id", call_id,
@@ -985,8 +1077,7 @@ static int start_once(struct chat *c, json_int_t msg_seq, int call, const char *
 			rc = result_set(a, r, true, TOOL_INTERRUPTED_TEXT, tool);
 		return rc;
 	}
-	rc = store_step_start(a->env->store, a->run_id, c->id, msg_seq, call, tool, &err);
-	return rc < 0 ? fail_err(a, rc, err) : STEP_OK;
+	return step_start(c, msg_seq, call, tool);
 }
 
 /* Answers call k of the assistant message at index ai of the chat: R5,
@@ -1193,20 +1284,16 @@ static int model_call_start(struct chat *c)
 	struct agent *a = c->a;
 	json_int_t n = (json_int_t)json_array_size(c->msgs);
 	bool started = false;
-	char *err = NULL;
-	int rc = store_step_started(a->env->store, a->run_id, c->id, n, STORE_STEP_MODEL,
-				    &started, &err);
-	if (rc < 0)
-		return fail_err(a, rc, err);
+	int rc = step_was_started(c, n, STORE_STEP_MODEL, &started);
+	if (rc != STEP_OK)
+		return rc;
 	if (started) {
 		int lrc = log_event(a, "model_call_repeated",
 				    json_pack("{s:s, s:I}", "chat_id", c->id, "after_messages", n));
 		if (lrc != STEP_OK)
 			return lrc;
 	}
-	rc = store_step_start(a->env->store, a->run_id, c->id, n, STORE_STEP_MODEL, "model",
-			      &err);
-	return rc < 0 ? fail_err(a, rc, err) : STEP_OK;
+	return step_start(c, n, STORE_STEP_MODEL, "model");
 }
 
 static int call_model(struct chat *c)
@@ -1466,6 +1553,8 @@ static int finish(struct agent *a, int step, struct chat *c)
 		return outcome_of(a);
 	if (rc == STEP_OK)
 		return out;
+	if (rc == STEP_STOP)
+		return AGENT_STOPPED; /* a commit waited for the store until shutdown */
 	/* The store failed: try to say so in the run itself. */
 	char *err = NULL;
 	if (store_run_transition(a->env->store, a->run_id, RUNSTATE_RUNNING,

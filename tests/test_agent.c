@@ -27,6 +27,8 @@
 #include "sandbox.h"
 #include "store.h"
 
+#include <sqlite3.h>
+
 /* This machine's sandbox, probed once: bash calls run in it. */
 static struct sandbox box;
 
@@ -43,6 +45,28 @@ struct script {
 	bool *cancel;
 	bool *stop;
 };
+
+/* "lock": true in an entry: another connection holds the database's
+ * write lock (taken before the reply, so the reply's commit waits for it)
+ * until unlock_elsewhere(). */
+static const char *locked_db;
+static sqlite3 *locker;
+
+static void lock_elsewhere(void)
+{
+	assert_non_null(locked_db);
+	assert_int_equal(sqlite3_open(locked_db, &locker), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(locker, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+}
+
+static void unlock_elsewhere(void)
+{
+	if (!locker)
+		return;
+	sqlite3_exec(locker, "ROLLBACK", NULL, NULL, NULL);
+	sqlite3_close(locker);
+	locker = NULL;
+}
 
 static int fake_complete(void *ctx, const struct model_request *req,
 			 struct model_reply *out, char **err)
@@ -70,6 +94,8 @@ static int fake_complete(void *ctx, const struct model_request *req,
 		*s->cancel = true;
 	if (json_is_true(json_object_get(e, "stop")))
 		*s->stop = true;
+	if (json_is_true(json_object_get(e, "lock")))
+		lock_elsewhere();
 	const char *fail = json_string_value(json_object_get(e, "error"));
 	if (fail) {
 		*err = strdup(fail);
@@ -2069,11 +2095,86 @@ static void test_D3_patterned_terminal_checks_words(void **state)
 	assert_int_equal(count_events(f, "r3t", "tool_denied"), 3);
 }
 
+/* env.store_wait as the run manager's, for a test: records each call
+ * ("rc/attempt"), lets the other connection go at the first failure, and
+ * says to try again unless the run is stopping. */
+struct waits {
+	struct buf calls;
+	bool *stop;
+};
+
+static bool fx_store_wait(void *arg, const char *run_id, int rc, const char *err,
+			  unsigned attempt)
+{
+	struct waits *w = arg;
+	assert_non_null(run_id);
+	if (rc)
+		assert_non_null(err);
+	buf_printf(&w->calls, "%d/%u ", rc, attempt);
+	unlock_elsewhere();
+	return rc == 0 ? false : !*w->stop;
+}
+
+/* Issue 14: a commit the store cannot take now (the database locked by
+ * another connection past the busy timeout) is not the end of the run:
+ * the agent asks env.store_wait, tries the same commit again, and the run
+ * completes with its answer committed once. */
+static void test_a_commit_the_store_cannot_take_is_tried_again(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	struct waits w = { .stop = &f->stop };
+	f->env.store_wait = fx_store_wait;
+	f->env.store_wait_arg = &w;
+	locked_db = f->db;
+	json_t *e = say("the answer");
+	json_object_set_new(e, "lock", json_true());
+	script(f, e);
+	start_run(f, "busy1", "hi");
+	assert_int_equal(agent_run(&f->env, "busy1"), AGENT_COMPLETED);
+	assert_string_equal(w.calls.data, "-11/0 0/1 ");
+	struct run_row row = get_row(f, "busy1");
+	assert_string_equal(row.result, "the answer");
+	run_row_free(&row);
+	json_t *msgs = messages(f, "busy1", AGENT_MAIN_CHAT);
+	size_t answers = 0;
+	for (size_t i = 0; i < json_array_size(msgs); i++)
+		answers += strcmp(msg_field(msgs, i, "role"), "assistant") == 0;
+	assert_int_equal(answers, 1);
+	json_decref(msgs);
+	buf_free(&w.calls);
+}
+
+/* ... and when the daemon stops meanwhile, the run is left as it was
+ * (running, to resume), not failed. */
+static void test_a_commit_given_up_at_a_stop_leaves_the_run_running(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	struct waits w = { .stop = &f->stop };
+	f->env.store_wait = fx_store_wait;
+	f->env.store_wait_arg = &w;
+	locked_db = f->db;
+	json_t *e = say("the answer");
+	json_object_set_new(e, "lock", json_true());
+	json_object_set_new(e, "stop", json_true());
+	script(f, e);
+	start_run(f, "busy2", "hi");
+	assert_int_equal(agent_run(&f->env, "busy2"), AGENT_STOPPED);
+	struct run_row row = get_row(f, "busy2");
+	assert_int_equal(row.state, RUNSTATE_RUNNING);
+	assert_null(row.error);
+	run_row_free(&row);
+	buf_free(&w.calls);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 		T(test_R5_offered_tool_write_then_read),
+		T(test_a_commit_the_store_cannot_take_is_tried_again),
+		T(test_a_commit_given_up_at_a_stop_leaves_the_run_running),
 		T(test_R5_tool_not_offered_is_denied_and_logged),
 		T(test_D3_webfetch_domain_grant_checks_the_url),
 		T(test_D3_patterned_bash_grant_enforced_at_execution),

@@ -7,12 +7,15 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <linux/fs.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1530,10 +1533,80 @@ static void test_section6_concurrent_appends_all_land(void **state)
 	store_close(st);
 }
 
+/* Issue 14: a -shm file made immutable while the store has it mapped
+ * fails the store's calls with EIO (a write through the mapping was a
+ * SIGBUS that killed the process), and they work again once it is
+ * usable. Needs a file system with immutable files and the right to set
+ * them (root); skipped otherwise. */
+static void test_an_immutable_shm_fails_calls_with_eio_not_sigbus(void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	assert_int_equal(store_run_create(st, "a", NULL), 0);
+	char shm[320];
+	snprintf(shm, sizeof shm, "%s-shm", f->db);
+	/* Kept open until the store is closed: closing a descriptor of the
+	 * file would drop SQLite's locks on it. */
+	int fd = open(shm, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	int flags = 0;
+	if (ioctl(fd, FS_IOC_GETFLAGS, &flags) < 0) {
+		store_close(st);
+		close(fd);
+		skip();
+	}
+	int on = flags | FS_IMMUTABLE_FL;
+	if (ioctl(fd, FS_IOC_SETFLAGS, &on) < 0) {
+		store_close(st);
+		close(fd);
+		skip();
+	}
+	char *err = NULL;
+	int rc = store_run_create(st, "b", &err);
+	enum runstate rs;
+	int rrc = store_run_state(st, "a", &rs, NULL);
+	assert_int_equal(ioctl(fd, FS_IOC_SETFLAGS, &flags), 0);
+	assert_int_equal(rc, -EIO);
+	assert_non_null(err);
+	assert_non_null(strstr(err, "immutable"));
+	free(err);
+	assert_int_equal(rrc, -EIO);
+	assert_int_equal(store_run_create(st, "b", NULL), 0);
+	assert_int_equal(store_run_state(st, "b", &rs, NULL), 0);
+	assert_int_equal(rs, RUNSTATE_CREATED);
+	store_close(st);
+	close(fd);
+}
+
+/* Issue 14: SQLite's errors say why: a database locked by another
+ * connection past the busy timeout is EAGAIN, and the run is unchanged. */
+static void test_a_database_locked_elsewhere_is_eagain(void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	assert_int_equal(store_run_create(st, "a", NULL), 0);
+	sqlite3 *other = NULL;
+	assert_int_equal(sqlite3_open(f->db, &other), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+	char *err = NULL;
+	assert_int_equal(store_run_set_config(st, "a", "other", &err), -EAGAIN);
+	free(err);
+	assert_int_equal(sqlite3_exec(other, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(other);
+	struct run_row row;
+	assert_int_equal(store_run_get(st, "a", &row, NULL), 0);
+	assert_string_equal(row.config, "default");
+	run_row_free(&row);
+	assert_int_equal(store_run_set_config(st, "a", "other", NULL), 0);
+	store_close(st);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	const struct CMUnitTest tests[] = {
+		T(test_an_immutable_shm_fails_calls_with_eio_not_sigbus),
+		T(test_a_database_locked_elsewhere_is_eagain),
 		T(test_fresh_database_gets_latest_schema),
 		T(test_R8_v1_database_migrates_and_legacy_run_has_no_allow_list),
 		T(test_v5_database_migrates_and_runs_have_no_workdir),
