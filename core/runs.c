@@ -1963,6 +1963,9 @@ int runs_truncate(struct runs *r, const char *id, const char *name, off_t size)
  * it. */
 static int enqueue(struct runs *r, const char *id)
 {
+	/* Started now, the run would write to a file no later mount sees. */
+	if (store_file_gone(r, true))
+		return -EIO;
 	pthread_mutex_lock(&r->lock);
 	struct run *run = run_find(r, id);
 	if (!run || run->state != RUNSTATE_CREATED || !run->prompt_written || !run->prompt.len ||

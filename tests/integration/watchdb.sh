@@ -32,7 +32,9 @@ test_deleted_database_refuses_new_runs() {
 	setup
 	start || return
 	completed_run || return
-	local old=$RUN_ID
+	local old=$RUN_ID made
+	made=$(cat "$MNT/runs/new")
+	mkdir "$MNT/runs/$made" || fail "mkdir"
 	[ ! -e "$MNT/runs/ERROR" ] || fail "runs/ERROR with the database in place"
 	rm -f "$(DB)"
 	wait_for 10 test -e "$MNT/runs/ERROR" || { fail "runs/ERROR did not appear"; return; }
@@ -48,6 +50,22 @@ test_deleted_database_refuses_new_runs() {
 	wait_for 10 grep -q "skillfs: the state database $(DB) was deleted while mounted" "$DAEMON_LOG" ||
 		fail "no log line: $(cat "$DAEMON_LOG")"
 	assert_eq 1 "$(grep -c "was deleted while mounted" "$DAEMON_LOG")" "said once in the log"
+	# A run made before is not started either: the close of its prompt
+	# fails (python reports what close() says; bash's echo does not).
+	local out
+	out=$(python3 - "$MNT/runs/$made/prompt" 2>&1 <<'PY'
+import sys
+f = open(sys.argv[1], "w")
+f.write("too late\n")
+try:
+    f.close()
+    print("closed")
+except OSError as e:
+    print(e.strerror)
+PY
+)
+	assert_eq "Input/output error" "$out" "the close of a prompt after the deletion"
+	assert_eq created "$(cat "$MNT/runs/$made/status")" "the run made before stays created"
 	# What was there before still reads, from the open database.
 	assert_eq completed "$(cat "$MNT/runs/$old/status")" "the old run's status"
 	grep -q "hello there" "$MNT/runs/$old/messages.json" || fail "the old run's messages are gone"
