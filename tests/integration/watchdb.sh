@@ -18,6 +18,18 @@ CFG
 }
 
 DB() { echo "$T/state/state.db"; }
+
+# sql DB STATEMENT: runs it (python's sqlite3: the sqlite3 program may be
+# missing) and prints each row's first column.
+sql() {
+	python3 - "$1" "$2" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+for row in c.execute(sys.argv[2]):
+    print(row[0])
+c.close()
+PY
+}
 start() { start_mount -c "$T/config.yaml" --state "$(DB)"; }
 
 # A run that completes (the echo model answers at once): RUN_ID names it.
@@ -101,7 +113,7 @@ test_check_state_lists_pending_runs() {
 	completed_run || return
 	local interrupted=$RUN_ID
 	stop_mount
-	sqlite3 "$(DB)" "UPDATE runs SET state = 'running' WHERE id = '$interrupted'" ||
+	sql "$(DB)" "UPDATE runs SET state = 'running' WHERE id = '$interrupted'" ||
 		{ fail "sqlite3"; return; }
 	local sum rc=0
 	sum=$(sha256sum <"$(DB)")
@@ -129,7 +141,7 @@ test_check_state_refuses_damaged_database() {
 	stop_mount
 	cp "$(DB)" "$T/good.db"
 	local pages
-	pages=$(sqlite3 "$(DB)" "PRAGMA page_count")
+	pages=$(sql "$(DB)" "PRAGMA page_count")
 	[ "$pages" -ge 4 ] || { fail "too few pages to damage: $pages"; return; }
 	# Every page but the first (the header) overwritten.
 	python3 - "$(DB)" <<'PY'
@@ -147,13 +159,13 @@ PY
 	grep -q "^state: error: " "$T/out" || fail "no error line: $(cat "$T/out")"
 	! grep -q "^state: integrity: ok$" "$T/out" || fail "damage reported as ok: $(cat "$T/out")"
 	cp "$T/good.db" "$T/newer.db"
-	sqlite3 "$T/newer.db" "PRAGMA user_version = 999" || { fail "sqlite3"; return; }
+	sql "$T/newer.db" "PRAGMA user_version = 999" || { fail "sqlite3"; return; }
 	rc=0
 	"$SKILLFS" check --state "$T/newer.db" >"$T/out" 2>&1 || rc=$?
 	assert_eq 1 "$rc" "check of a newer database exits 1"
 	grep -q "schema version 999, newer than this skillfs" "$T/out" || fail "no schema verdict: $(cat "$T/out")"
 	cp "$T/good.db" "$T/older.db"
-	sqlite3 "$T/older.db" "PRAGMA user_version = 5" || { fail "sqlite3"; return; }
+	sql "$T/older.db" "PRAGMA user_version = 5" || { fail "sqlite3"; return; }
 	rc=0
 	"$SKILLFS" check --state "$T/older.db" >"$T/out" 2>&1 || rc=$?
 	assert_eq 0 "$rc" "check of an older database exits 0 ($(cat "$T/out"))"
