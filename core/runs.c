@@ -24,6 +24,7 @@
 #include "json_text.h"
 #include "model.h"
 #include "resolution.h"
+#include "statelock.h"
 #include "store.h"
 #include "tools.h"
 #include "workdir.h"
@@ -897,13 +898,57 @@ void runs_stop(struct runs *r)
 	answer_waiters(all, EINTR, NULL);
 }
 
+/* Joins the workers, waiting at most until deadline (CLOCK_REALTIME; NULL:
+ * for ever). Returns how many are still running. */
+static int join_workers(struct runs *r, const struct timespec *deadline)
+{
+	int left = 0;
+	for (int i = 0; i < r->nworkers; i++) {
+		if (!r->workers[i])
+			continue;
+		int rc = deadline ? pthread_timedjoin_np(r->workers[i], NULL, deadline)
+				  : pthread_join(r->workers[i], NULL);
+		if (rc == 0)
+			r->workers[i] = 0;
+		else
+			left++;
+	}
+	return left;
+}
+
+static void close_joined(struct runs *r);
+
 void runs_close(struct runs *r)
 {
 	if (!r)
 		return;
 	runs_stop(r);
-	for (int i = 0; i < r->nworkers; i++)
-		pthread_join(r->workers[i], NULL);
+	join_workers(r, NULL);
+	close_joined(r);
+}
+
+bool runs_close_within(struct runs *r, int timeout_ms)
+{
+	if (!r)
+		return true;
+	runs_stop(r);
+	struct timespec deadline;
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += timeout_ms / 1000;
+	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	if (join_workers(r, &deadline) > 0)
+		return false; /* r stays as it is: they still use it */
+	close_joined(r);
+	return true;
+}
+
+/* Frees r once no worker runs. */
+static void close_joined(struct runs *r)
+{
 	free(r->workers);
 	spare_free(r->spare);
 	store_close(r->store);
@@ -2181,9 +2226,70 @@ int runs_attach(struct engine *e, const char *state_path, char **err)
 	return 0;
 }
 
+/* Creates the directory of the database at path; 0, or -1 with *err. */
+static int make_state_dir(const char *path, char **err)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	else
+		snprintf(dir, sizeof dir, ".");
+	if (workspace_mkdirs(dir, 0700) == 0)
+		return 0;
+	if (asprintf(err, "cannot create the state directory %s: %s", dir, strerror(errno)) < 0)
+		*err = NULL;
+	return -1;
+}
+
+int runs_check_store(struct engine *e, const char *state_path, char **err)
+{
+	*err = NULL;
+	char *path = engine_state_path(e, state_path);
+	if (!path) {
+		*err = strdup("out of memory");
+		return -1;
+	}
+	int rc = -1;
+	if (make_state_dir(path, err) == 0) {
+		struct store *st = store_open(path, err);
+		if (st) {
+			store_close(st);
+			rc = 0;
+		}
+	}
+	free(path);
+	if (rc < 0 && !*err)
+		*err = strdup("cannot open the run database");
+	return rc;
+}
+
+int runs_lock_state(struct engine *e, const char *state_path, char **err)
+{
+	*err = NULL;
+	char *path = engine_state_path(e, state_path);
+	if (!path) {
+		*err = strdup("out of memory");
+		return -1;
+	}
+	int fd = make_state_dir(path, err) == 0 ? statelock_take(path, err) : -1;
+	free(path);
+	return fd;
+}
+
 void runs_detach(struct engine *e)
 {
 	struct runs *r = engine_runs(e);
 	engine_set_runs(e, NULL);
 	runs_close(r);
+}
+
+bool runs_detach_within(struct engine *e, int timeout_ms)
+{
+	struct runs *r = engine_runs(e);
+	if (!runs_close_within(r, timeout_ms))
+		return false; /* still attached: the workers use the engine */
+	engine_set_runs(e, NULL);
+	return true;
 }

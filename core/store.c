@@ -136,6 +136,19 @@ static const char *const migrations[] = {
 	/* 5 -> 6: the project directory the run works in (runs/<id>/
 	 * workdir); NULL for runs without one, as every older run is. */
 	"ALTER TABLE runs ADD COLUMN workdir TEXT;",
+	/* 6 -> 7: the steps that have started (a tool call with side
+	 * effects, a model call), committed before they run: after a crash,
+	 * one started without a result is known as interrupted (at most
+	 * once). Older runs have none. */
+	"CREATE TABLE step_starts ("
+	"  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+	"  chat_id TEXT NOT NULL,"
+	"  msg_seq INTEGER NOT NULL,"
+	"  call INTEGER NOT NULL,"
+	"  what TEXT NOT NULL,"
+	"  ts INTEGER NOT NULL,"
+	"  PRIMARY KEY (run_id, chat_id, msg_seq, call)"
+	") WITHOUT ROWID;",
 };
 
 _Static_assert(sizeof migrations / sizeof *migrations == STORE_SCHEMA_VERSION,
@@ -1319,6 +1332,7 @@ int store_run_delete(struct store *st, const char *id, char **err)
 		"DELETE FROM messages WHERE run_id = ?1",
 		"DELETE FROM events WHERE run_id = ?1",
 		"DELETE FROM chats WHERE run_id = ?1",
+		"DELETE FROM step_starts WHERE run_id = ?1",
 		"DELETE FROM runs WHERE id = ?1",
 	};
 	if (empty(id))
@@ -1678,6 +1692,69 @@ int store_event_append(struct store *st, const char *run_id, const char *type,
 	rc = finish(st, rc, err);
 	unlock(st);
 	free(text);
+	return rc;
+}
+
+/* ---- started steps -------------------------------------------------- */
+
+int store_step_start(struct store *st, const char *run_id, const char *chat_id,
+		     int64_t msg_seq, int call, const char *what, char **err)
+{
+	if (empty(run_id))
+		return no_run("", err);
+	if (empty(chat_id) || empty(what) || msg_seq < 0 || call < STORE_STEP_MODEL) {
+		set_err(err, "run '%s': a started step needs a chat, a message, a call and a name",
+			run_id);
+		return -EINVAL;
+	}
+	lock(st);
+	int64_t now = now_ns();
+	int rc = begin(st, err);
+	if (rc == 0)
+		rc = touch_locked(st, run_id, now, err);
+	sqlite3_stmt *s = NULL;
+	if (rc == 0)
+		rc = prepare(st, "INSERT OR REPLACE INTO step_starts (run_id, chat_id, msg_seq, "
+				 "call, what, ts) VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &s, err);
+	if (rc == 0) {
+		sqlite3_bind_text(s, 1, run_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 2, chat_id, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 3, msg_seq);
+		sqlite3_bind_int(s, 4, call);
+		sqlite3_bind_text(s, 5, what, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 6, now);
+		rc = step_done(st, s, "recording a started step", err);
+	}
+	rc = finish(st, rc, err);
+	unlock(st);
+	return rc;
+}
+
+int store_step_started(struct store *st, const char *run_id, const char *chat_id,
+		       int64_t msg_seq, int call, bool *started, char **err)
+{
+	*started = false;
+	if (empty(run_id))
+		return no_run("", err);
+	if (empty(chat_id))
+		return 0;
+	lock(st);
+	sqlite3_stmt *s;
+	int rc = prepare(st, "SELECT 1 FROM step_starts WHERE run_id = ?1 AND chat_id = ?2 "
+			     "AND msg_seq = ?3 AND call = ?4", &s, err);
+	if (rc == 0) {
+		sqlite3_bind_text(s, 1, run_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 2, chat_id, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 3, msg_seq);
+		sqlite3_bind_int(s, 4, call);
+		int step = sqlite3_step(s);
+		if (step == SQLITE_ROW)
+			*started = true;
+		else if (step != SQLITE_DONE)
+			rc = db_fail(st, err, "reading the started steps");
+		release(st, s);
+	}
+	unlock(st);
 	return rc;
 }
 

@@ -382,6 +382,9 @@ static char *slurp(struct fx *f, const char *name)
 
 /* ---- tests --------------------------------------------------------------- */
 
+static void prepopulate(struct fx *f, const char *id, const char *chat, json_t **msgs,
+			size_t n);
+
 static void test_R5_offered_tool_write_then_read(void **state)
 {
 	struct fx *f = *state;
@@ -959,6 +962,107 @@ static void test_sec6_resume_after_crash_no_duplicates(void **state)
 			       "sys"), 1);
 	json_decref(m);
 	assert_int_equal(json_array_size(json_object_get(request(f, 0), "messages")), 5);
+}
+
+/* R7, at most once: a bash call whose start was committed but whose result
+ * never was (the daemon died while it ran) is not run again: the model
+ * gets a result saying it was interrupted and may have partly run, the
+ * log and the transcript say so, and the run goes on (the next call,
+ * never started, runs). */
+static void test_R7_interrupted_side_effect_call_is_not_run_again(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	start_run(f, "ri", "two commands");
+	json_t *pre[] = {
+		json_pack("{s:s, s:s}", "role", "system", "content", "sys"),
+		json_pack("{s:s, s:s}", "role", "user", "content", "two commands"),
+		json_pack("{s:s, s:n, s:[{s:s, s:s, s:{s:s, s:s}}, {s:s, s:s, s:{s:s, s:s}}]}",
+			  "role", "assistant", "content", "tool_calls",
+			  "id", "a", "type", "function", "function", "name", "bash",
+			  "arguments", "{\"command\": \"echo one >> log.txt\"}",
+			  "id", "b", "type", "function", "function", "name", "bash",
+			  "arguments", "{\"command\": \"echo two >> log.txt\"}"),
+	};
+	prepopulate(f, "ri", AGENT_MAIN_CHAT, pre, 3);
+	char *err = NULL;
+	assert_int_equal(store_step_start(f->st, "ri", AGENT_MAIN_CHAT, 3, 0, "bash", &err), 0);
+	script(f, say("finished"));
+	assert_int_equal(agent_run(&f->env, "ri"), AGENT_COMPLETED);
+	char *log = slurp(f, "log.txt");
+	assert_non_null(log);
+	assert_string_equal(log, "two\n"); /* a is not run again, b runs */
+	free(log);
+	json_t *m = messages(f, "ri", AGENT_MAIN_CHAT);
+	assert_int_equal(json_array_size(m), 6);
+	assert_string_equal(msg_field(m, 3, "tool_call_id"), "a");
+	const char *res = msg_field(m, 3, "content");
+	assert_non_null(strstr(res, "interrupted"));
+	assert_non_null(strstr(res, "may have partly run"));
+	assert_string_equal(msg_field(m, 4, "tool_call_id"), "b");
+	assert_null(strstr(msg_field(m, 4, "content"), "interrupted"));
+	json_decref(m);
+	assert_int_equal(count_events(f, "ri", "tool_interrupted"), 1);
+	/* what the model saw */
+	json_t *seen = json_object_get(request(f, 0), "messages");
+	assert_non_null(strstr(msg_field(seen, 3, "content"), "may have partly run"));
+	struct buf b = {0};
+	assert_int_equal(agent_transcript(f->st, "ri", &b), 0);
+	assert_non_null(strstr(b.data, "bash: error: this bash call was interrupted"));
+	buf_free(&b);
+	/* b's start was recorded before it ran */
+	bool started = false;
+	assert_int_equal(store_step_started(f->st, "ri", AGENT_MAIN_CHAT, 3, 1, &started, &err),
+			 0);
+	assert_true(started);
+}
+
+/* Read-only calls have no start record: one interrupted is run again. A
+ * model call interrupted is asked again, and the log and the transcript
+ * say so; a run that was never interrupted says nothing of the kind. */
+static void test_R7_read_only_calls_and_model_calls_are_repeated(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	script(f, call("c1", "read", "{\"path\": \"notes.txt\"}"));
+	script(f, say("done"));
+	char p[PATH_MAX * 2];
+	snprintf(p, sizeof p, "%s/notes.txt", f->ws);
+	write_file(p, "hello\n");
+	start_run(f, "rr", "go");
+	assert_int_equal(agent_run(&f->env, "rr"), AGENT_COMPLETED);
+	bool started = true;
+	char *err = NULL;
+	assert_int_equal(store_step_started(f->st, "rr", AGENT_MAIN_CHAT, 3, 0, &started, &err),
+			 0);
+	assert_false(started); /* read: no record */
+	assert_int_equal(count_events(f, "rr", "model_call_repeated"), 0);
+	struct buf b = {0};
+	assert_int_equal(agent_transcript(f->st, "rr", &b), 0);
+	assert_null(strstr(b.data, "asked again"));
+	buf_free(&b);
+
+	/* A run that died during its first model call. */
+	start_run(f, "rm", "again");
+	json_t *pre[] = {
+		json_pack("{s:s, s:s}", "role", "system", "content", "sys"),
+		json_pack("{s:s, s:s}", "role", "user", "content", "again"),
+	};
+	prepopulate(f, "rm", AGENT_MAIN_CHAT, pre, 2);
+	assert_int_equal(store_step_start(f->st, "rm", AGENT_MAIN_CHAT, 2, STORE_STEP_MODEL,
+					  "model", &err), 0);
+	script(f, say("answered"));
+	assert_int_equal(agent_run(&f->env, "rm"), AGENT_COMPLETED);
+	assert_int_equal(count_events(f, "rm", "model_call_repeated"), 1);
+	char *ev = events(f, "rm");
+	assert_non_null(strstr(ev, "\"after_messages\":2"));
+	free(ev);
+	assert_int_equal(agent_transcript(f->st, "rm", &b), 0);
+	const char *note = strstr(b.data, "[model call interrupted (skillfs stopped or crashed): "
+				  "asked again]");
+	assert_non_null(note);
+	assert_non_null(strstr(note, "assistant: answered")); /* before the answer */
+	buf_free(&b);
 }
 
 static void test_sec6_resume_with_final_answer_committed(void **state)
@@ -1988,6 +2092,8 @@ int main(void)
 		T(test_sec6_ask_user_waits_for_input),
 		T(test_sec6_resume_after_crash_no_duplicates),
 		T(test_sec6_resume_with_final_answer_committed),
+		T(test_R7_interrupted_side_effect_call_is_not_run_again),
+		T(test_R7_read_only_calls_and_model_calls_are_repeated),
 		T(test_R12_crashed_subagent_resumes_in_its_chat),
 		T(test_R12_finished_subagent_result_reused_after_crash),
 		T(test_sec6_subagent_approval_and_question_pause_the_run),
