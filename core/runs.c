@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "dbwatch.h"
 #include "engine.h"
 #include "grants.h"
 #include "json_text.h"
@@ -117,6 +118,7 @@ struct runs {
 	struct timespec opened; /* runs/new's mtime: its content is new at
 				   each read, its attributes never change (tar
 				   checks them around a read) */
+	struct dbwatch dbwatch; /* the database's file deleted or replaced */
 };
 
 /* ---- the table of runs (call with lock held) ---- */
@@ -924,6 +926,10 @@ struct runs *runs_open(struct engine *e, const char *state_path, char **err)
 	r->store = store_open(state_path, err);
 	if (!r->store)
 		goto fail;
+	struct stat dbst;
+	if (store_file_stat(r->store, &dbst) == 0 &&
+	    dbwatch_init(&r->dbwatch, state_path, &dbst) < 0)
+		goto oom;
 
 	/* Load every run; re-queue interrupted ones first, then the queue. */
 	struct strlist ids = { 0 }, interrupted = { 0 }, queued = { 0 };
@@ -1112,6 +1118,7 @@ static void close_joined(struct runs *r)
 	free(r->workers);
 	spare_free(r->spare);
 	store_close(r->store);
+	dbwatch_free(&r->dbwatch);
 	for (size_t i = 0; i < r->n; i++)
 		run_free(r->runs[i]);
 	free(r->runs);
@@ -1125,6 +1132,25 @@ static void close_joined(struct runs *r)
 }
 
 /* ---- mkdir, rmdir, listing ---- */
+
+/* What happened to the state database's file, once it is found deleted or
+ * replaced (checked now when now is set, else at most once a second): the
+ * first to notice says so in the log and shows runs/ERROR. */
+static const char *store_file_gone(struct runs *r, bool now)
+{
+	bool first;
+	const char *gone = dbwatch_check(&r->dbwatch, now, &first);
+	if (first) {
+		fprintf(stderr, "skillfs: %s\n", gone);
+		notify(r, RUNS_ERROR_NAME, RUN_CHANGED_CREATED);
+	}
+	return gone;
+}
+
+const char *runs_store_gone(struct runs *r)
+{
+	return store_file_gone(r, false);
+}
 
 static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
@@ -1145,6 +1171,8 @@ int runs_create(struct runs *r, const char *id, uid_t uid, gid_t gid)
 {
 	if (!runs_id_valid(id))
 		return -EINVAL;
+	if (store_file_gone(r, true))
+		return -EIO;
 	pthread_mutex_lock(&r->lock);
 	if (run_find(r, id)) {
 		pthread_mutex_unlock(&r->lock);
@@ -2181,6 +2209,9 @@ int runs_truncate(struct runs *r, const char *id, const char *name, off_t size)
  * it. */
 static int enqueue(struct runs *r, const char *id)
 {
+	/* Started now, the run would write to a file no later mount sees. */
+	if (store_file_gone(r, true))
+		return -EIO;
 	pthread_mutex_lock(&r->lock);
 	struct run *run = run_find(r, id);
 	if (!run || run->state != RUNSTATE_CREATED || !run->prompt_written || !run->prompt.len ||

@@ -123,8 +123,20 @@ bool runs_id_valid(const char *id);
 
 /* mkdir runs/<id> by user uid (group gid), who owns the run from now:
  * -EINVAL for a bad id (a longer one too: it is within the mount's
- * NAME_MAX), -EEXIST when taken. */
+ * NAME_MAX), -EEXIST when taken, -EIO once the state database's file was
+ * deleted or replaced (runs_store_gone). */
 int runs_create(struct runs *r, const char *id, uid_t uid, gid_t gid);
+/* The name of the file in runs/ that says why new runs are refused. */
+#define RUNS_ERROR_NAME "ERROR"
+
+/* Why new runs are refused, once the state database's file is found
+ * deleted or replaced while the store holds it open (checked at each
+ * runs_create, and here at most once a second): what happened and what to
+ * do (remount), valid until runs_close; NULL while all is well. The first
+ * call to notice it logs it on stderr. Runs made before keep working on
+ * the open database. */
+const char *runs_store_gone(struct runs *r);
+
 /* rmdir runs/<id> by user uid: -ENOENT; -EPERM when allow_other is on and
  * uid is neither the owner nor root; -EBUSY while the run is active. */
 int runs_remove(struct runs *r, const char *id, uid_t uid);

@@ -761,6 +761,11 @@ void store_close(struct store *st)
 	free(st);
 }
 
+int store_file_stat(struct store *st, struct stat *out)
+{
+	return fstat(st->owner_fd, out) < 0 ? -errno : 0;
+}
+
 /* ---- runs --------------------------------------------------------------- */
 
 int store_run_create(struct store *st, const char *id, char **err)

@@ -48,6 +48,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "buf.h"
 #include "runstate.h"
@@ -129,6 +130,10 @@ struct run_change {
  * back into the database, off the commit path. Returns the store, or NULL
  * with *err set. */
 struct store *store_open(const char *path, char **err);
+
+/* The identity (st_dev, st_ino, ...) of the database file the store opened,
+ * whatever its path names now. Returns 0 or a negative errno. */
+int store_file_stat(struct store *st, struct stat *out);
 
 /* Closes the database (checkpointing the WAL). NULL is ignored. No call may
  * be in progress or follow. */
