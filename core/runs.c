@@ -325,6 +325,9 @@ bool runs_id_valid(const char *id)
 	size_t n = strlen(id);
 	if (n == 0 || n > RUN_ID_MAX || strcmp(id, ".") == 0 || strcmp(id, "..") == 0)
 		return false;
+	/* The names of runs/' own files. */
+	if (strcmp(id, "new") == 0 || strcmp(id, RUNS_ERROR_NAME) == 0)
+		return false;
 	for (size_t i = 0; i < n; i++) {
 		char c = id[i];
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||

@@ -116,8 +116,9 @@ int runs_check_store(struct engine *e, const char *state_path, char **err);
  * and detaches it. Harmless when none is attached. */
 void runs_detach(struct engine *e);
 
-/* Whether id is a valid run id: 1-RUN_ID_MAX of A-Za-z0-9._- and not .
- * or .. Every call here taking an id answers an invalid one as it does an
+/* Whether id is a valid run id: 1-RUN_ID_MAX of A-Za-z0-9._-, not . or
+ * .., and not the name of a file of runs/ ("new", RUNS_ERROR_NAME). Every
+ * call here taking an id answers an invalid one as it does an
  * unknown one (-ENOENT, false): an id is never cut to fit. */
 bool runs_id_valid(const char *id);
 

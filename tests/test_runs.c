@@ -183,6 +183,10 @@ static void test_sec6_overlong_id_names_no_run(void **state)
 	/* mkdir: within NAME_MAX, so EINVAL (not ENAMETOOLONG). */
 	assert_int_equal(runs_create(r, id65, getuid(), getgid()), -EINVAL);
 	assert_int_equal(runs_create(r, "bad:id", getuid(), getgid()), -EINVAL);
+	/* The names of runs/' own files are no run's: a run "ERROR" would be
+	 * hidden by runs/ERROR once the database is gone. */
+	assert_int_equal(runs_create(r, "ERROR", getuid(), getgid()), -EINVAL);
+	assert_int_equal(runs_create(r, "new", getuid(), getgid()), -EINVAL);
 	assert_true(runs_exists(r, id64));
 	assert_int_equal(runs_list(r, &names), 0);
 	assert_int_equal(names.n, 1);
