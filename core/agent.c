@@ -34,6 +34,15 @@
 #define TX_SYSTEM_MAX 240          /* transcript: system prompts */
 #define TX_ARGS_MAX 500            /* transcript: call arguments */
 #define TX_RESULT_MAX 1000         /* transcript: tool results */
+/* The result of a call with side effects that a crash or a stop
+ * interrupted (%s: the tool): it is not run again. */
+#define TOOL_INTERRUPTED_TEXT                                                     \
+	"error: this %s call was interrupted (skillfs stopped or crashed while "  \
+	"it ran) and is not run again: it may have partly run. Check what it "    \
+	"did before you call it again."
+/* The transcript's line where a model call was asked again. */
+#define TX_MODEL_REPEATED                                                         \
+	"[model call interrupted (skillfs stopped or crashed): asked again]\n"
 
 /* What one step (or a whole chat) ended with. */
 enum step {
@@ -243,6 +252,50 @@ static json_t *usage_add(const json_t *sum, json_t *u)
 	return out;
 }
 
+static bool is_stopping(const struct agent *a)
+{
+	return a->env->stopping && a->env->stopping(a->env->stopping_arg);
+}
+
+/* Whether a commit that failed with rc may go through when tried again:
+ * a database locked elsewhere, a full or read-only disk, failing I/O. */
+static bool store_may_recover(int rc)
+{
+	return rc == -EAGAIN || rc == -ENOSPC || rc == -EDQUOT || rc == -EROFS || rc == -EIO;
+}
+
+/* After try number `attempt` of a commit (rc its result, *err its
+ * message): whether to try it again, as env->store_wait says. */
+static bool retry_commit(struct agent *a, int rc, char **err, unsigned attempt)
+{
+	const struct agent_env *env = a->env;
+	if (!env->store_wait)
+		return false;
+	if (rc == 0) {
+		if (attempt)
+			env->store_wait(env->store_wait_arg, a->run_id, 0, NULL, attempt);
+		return false;
+	}
+	if (!store_may_recover(rc) || !env->store_wait(env->store_wait_arg, a->run_id, rc, *err,
+						       attempt))
+		return false;
+	free(*err);
+	*err = NULL;
+	return true;
+}
+
+/* A commit that failed with rc after its tries: STEP_STOP when the daemon
+ * is stopping meanwhile (the run resumes from its last commit), else
+ * STEP_ERR with why. */
+static int commit_failed(struct agent *a, int rc, char *err)
+{
+	if (store_may_recover(rc) && is_stopping(a)) {
+		free(err);
+		return STEP_STOP;
+	}
+	return fail_err(a, rc, err);
+}
+
 /* An event in the run's log; data is stolen (NULL from a failed json_pack
  * means ENOMEM). */
 static int log_event(struct agent *a, const char *type, json_t *data)
@@ -250,10 +303,15 @@ static int log_event(struct agent *a, const char *type, json_t *data)
 	if (!data)
 		return oom(a);
 	char *err = NULL;
-	int rc = store_event_append(a->env->store, a->run_id, type, data, NULL, &err);
+	int rc;
+	for (unsigned attempt = 0;; attempt++) {
+		rc = store_event_append(a->env->store, a->run_id, type, data, NULL, &err);
+		if (!retry_commit(a, rc, &err, attempt))
+			break;
+	}
 	json_decref(data);
 	if (rc < 0)
-		return fail_err(a, rc, err);
+		return commit_failed(a, rc, err);
 	progress(a);
 	return STEP_OK;
 }
@@ -273,13 +331,18 @@ static int transition(struct agent *a, enum runstate from, enum runstate to,
 			return STEP_BUDGET;
 	}
 	char *err = NULL;
-	int rc = store_run_transition(a->env->store, a->run_id, from, to, ch, &err);
+	int rc;
+	for (unsigned attempt = 0;; attempt++) {
+		rc = store_run_transition(a->env->store, a->run_id, from, to, ch, &err);
+		if (!retry_commit(a, rc, &err, attempt))
+			break;
+	}
 	if (rc == -EBUSY) {
 		free(err);
 		return STEP_GONE;
 	}
 	if (rc < 0)
-		return fail_err(a, rc, err);
+		return commit_failed(a, rc, err);
 	budget_count_stored(&a->budget, bytes);
 	progress(a);
 	return STEP_OK;
@@ -477,7 +540,9 @@ static int subagent_system(const struct agent *a, const struct catalog_entry *e,
 }
 
 /* Sub-agent announcements (events "subagent_started"), one JSON object per
- * element: {chat_id, skill, parent_chat, parent_seq, call_id?}. */
+ * element: {chat_id, skill, parent_chat, parent_seq, call_id?}; and the
+ * model calls asked again (events "model_call_repeated": {chat_id,
+ * after_messages}), for the transcript. */
 static int subagent_events(struct store *st, const char *run_id, json_t **out,
 			   char **err)
 {
@@ -490,8 +555,8 @@ static int subagent_events(struct store *st, const char *run_id, json_t **out,
 		char *nl = strchr(p, '\n');
 		size_t len = nl ? (size_t)(nl - p) : strlen(p);
 		json_t *ev = json_loadb(p, len, 0, NULL);
-		if (ev && str_eq(json_string_value(json_object_get(ev, "type")),
-				 "subagent_started") &&
+		const char *type = ev ? json_string_value(json_object_get(ev, "type")) : NULL;
+		if ((str_eq(type, "subagent_started") || str_eq(type, "model_call_repeated")) &&
 		    json_string_value(json_object_get(ev, "chat_id")) &&
 		    json_array_append(*out, ev) < 0)
 			rc = -ENOMEM;
@@ -511,7 +576,8 @@ static bool subagent_matches(const json_t *ev, const char *parent,
 			     json_int_t seq, const char *call_id)
 {
 	const char *cid = json_string_value(json_object_get(ev, "call_id"));
-	return str_eq(json_string_value(json_object_get(ev, "parent_chat")), parent) &&
+	return str_eq(json_string_value(json_object_get(ev, "type")), "subagent_started") &&
+	       str_eq(json_string_value(json_object_get(ev, "parent_chat")), parent) &&
 	       json_integer_value(json_object_get(ev, "parent_seq")) == seq &&
 	       (call_id ? str_eq(cid, call_id) : cid == NULL);
 }
@@ -605,11 +671,15 @@ static int run_subagent(struct agent *a, const struct chat *pc, json_int_t paren
 		     ? oom(a) : STEP_OK;
 	if (rc == STEP_OK && !row) {
 		json_t *tools = strlist_to_json(&sc.tools);
-		rc = tools ? store_chat_create(st, a->run_id, chat_id, parent, name, tools, &err)
-			   : -ENOMEM;
+		rc = -ENOMEM;
+		for (unsigned attempt = 0; tools; attempt++) {
+			rc = store_chat_create(st, a->run_id, chat_id, parent, name, tools, &err);
+			if (!retry_commit(a, rc, &err, attempt))
+				break;
+		}
 		json_decref(tools);
 		if (rc < 0 && rc != -EEXIST) {
-			rc = fail_err(a, rc, err);
+			rc = commit_failed(a, rc, err);
 			chat_free(&sc);
 			goto out;
 		}
@@ -665,9 +735,14 @@ static int run_subagent(struct agent *a, const struct chat *pc, json_int_t paren
 		err = NULL;
 	}
 	if (end != RUNSTATE_RUNNING) {
-		int src = store_chat_transition(st, a->run_id, chat_id, end, end_text, &err);
+		int src;
+		for (unsigned attempt = 0;; attempt++) {
+			src = store_chat_transition(st, a->run_id, chat_id, end, end_text, &err);
+			if (!retry_commit(a, src, &err, attempt))
+				break;
+		}
 		if (src < 0) {
-			rc = fail_err(a, src, err);
+			rc = commit_failed(a, src, err);
 		} else {
 			progress_files(a, true); /* subagents/<chat>/result */
 			int erc = log_event(a, "subagent_finished",
@@ -950,6 +1025,61 @@ static int call_run_skill(struct chat *c, json_int_t msg_seq, const char *call_i
 	return rc;
 }
 
+/* Whether step (msg_seq, call) of chat c was started before
+ * (store_step_started), with the retries of a commit. */
+static int step_was_started(struct chat *c, json_int_t msg_seq, int call, bool *started)
+{
+	struct agent *a = c->a;
+	char *err = NULL;
+	int rc;
+	for (unsigned attempt = 0;; attempt++) {
+		rc = store_step_started(a->env->store, a->run_id, c->id, msg_seq, call, started,
+					&err);
+		if (!retry_commit(a, rc, &err, attempt))
+			break;
+	}
+	return rc < 0 ? commit_failed(a, rc, err) : STEP_OK;
+}
+
+/* Commits the start of step (msg_seq, call) of chat c (store_step_start),
+ * with the retries of a commit. */
+static int step_start(struct chat *c, json_int_t msg_seq, int call, const char *what)
+{
+	struct agent *a = c->a;
+	char *err = NULL;
+	int rc;
+	for (unsigned attempt = 0;; attempt++) {
+		rc = store_step_start(a->env->store, a->run_id, c->id, msg_seq, call, what, &err);
+		if (!retry_commit(a, rc, &err, attempt))
+			break;
+	}
+	return rc < 0 ? commit_failed(a, rc, err) : STEP_OK;
+}
+
+/* At most once (R7) for a call of a tool with side effects, the call
+ * number call of chat c's message msg_seq: when a start of it was
+ * recorded before (the daemon died or stopped while it ran, and its result
+ * was never committed), r gets a result saying so and it is not run
+ * again; else its start is committed now, before it runs. */
+static int start_once(struct chat *c, json_int_t msg_seq, int call, const char *call_id,
+		      const char *tool, struct call_result *r)
+{
+	struct agent *a = c->a;
+	bool started = false;
+	int rc = step_was_started(c, msg_seq, call, &started);
+	if (rc != STEP_OK)
+		return rc;
+	if (started) {
+		rc = log_event(a, "tool_interrupted",
+			       json_pack("{s:s, s:s, s:s}", "chat_id", c->id, "call_id", call_id,
+					 "tool", tool));
+		if (rc == STEP_OK)
+			rc = result_set(a, r, true, TOOL_INTERRUPTED_TEXT, tool);
+		return rc;
+	}
+	return step_start(c, msg_seq, call, tool);
+}
+
 /* Answers call k of the assistant message at index ai of the chat: R5,
  * approval, then the tool; commits the result. */
 static int handle_call(struct chat *c, size_t ai, size_t k)
@@ -1035,6 +1165,11 @@ static int handle_call(struct chat *c, size_t ai, size_t k)
 				args ? "" : jerr.text);
 	} else if (strcmp(tool, "run_skill") == 0) {
 		rc = call_run_skill(c, (json_int_t)ai + 1, call_id, args, &r);
+	} else if (tools_has_side_effects(tool) &&
+		   (rc = start_once(c, (json_int_t)ai + 1, (int)k, call_id, tool, &r)) != STEP_OK) {
+		/* the store failed */
+	} else if (r.done) {
+		/* interrupted by a crash or a stop before: not run again */
 	} else {
 		const struct grant_tool *gt = grants_find(a->env->allow, tool);
 		struct tool_ctx tc = {
@@ -1139,6 +1274,28 @@ static int set_final(struct chat *c, json_t *msg)
 	return c->final ? STEP_DONE : oom(c->a);
 }
 
+/* Commits the start of the model call chat c makes now (after its
+ * messages so far); one started before and never answered (a crash or a
+ * stop interrupted it) is asked again, which has no side effect, and the
+ * run's log says so (event "model_call_repeated", shown in the
+ * transcript). */
+static int model_call_start(struct chat *c)
+{
+	struct agent *a = c->a;
+	json_int_t n = (json_int_t)json_array_size(c->msgs);
+	bool started = false;
+	int rc = step_was_started(c, n, STORE_STEP_MODEL, &started);
+	if (rc != STEP_OK)
+		return rc;
+	if (started) {
+		int lrc = log_event(a, "model_call_repeated",
+				    json_pack("{s:s, s:I}", "chat_id", c->id, "after_messages", n));
+		if (lrc != STEP_OK)
+			return lrc;
+	}
+	return step_start(c, n, STORE_STEP_MODEL, "model");
+}
+
 static int call_model(struct chat *c)
 {
 	struct agent *a = c->a;
@@ -1167,6 +1324,9 @@ static int call_model(struct chat *c)
 	};
 	struct model_reply rep = {0};
 	char *err = NULL;
+	int src = model_call_start(c);
+	if (src != STEP_OK)
+		return src;
 	int mrc = model_complete(a->env->model, &req, &rep, &err);
 	budget_count_model_call(&a->budget);
 	if (mrc < 0) {
@@ -1393,6 +1553,8 @@ static int finish(struct agent *a, int step, struct chat *c)
 		return outcome_of(a);
 	if (rc == STEP_OK)
 		return out;
+	if (rc == STEP_STOP)
+		return AGENT_STOPPED; /* a commit waited for the store until shutdown */
 	/* The store failed: try to say so in the run itself. */
 	char *err = NULL;
 	if (store_run_transition(a->env->store, a->run_id, RUNSTATE_RUNNING,
@@ -1531,7 +1693,8 @@ done:
 struct tx {
 	struct store *st;
 	const char *run_id;
-	json_t *subs;          /* subagent_started events */
+	json_t *subs;          /* subagent_started and model_call_repeated
+	                          events */
 	struct chat_row *rows; /* the chats */
 	size_t nrows;
 	bool *shown;           /* rows already rendered */
@@ -1603,6 +1766,22 @@ static int render_subs(struct tx *t, const char *chat_id, json_int_t seq,
 	return rc;
 }
 
+/* The note of each model call of chat chat_id, after its first n
+ * messages, that was asked again. */
+static int render_repeats(struct tx *t, const char *chat_id, json_int_t n, const char *indent)
+{
+	size_t i;
+	json_t *ev;
+	json_array_foreach(t->subs, i, ev) {
+		if (str_eq(json_string_value(json_object_get(ev, "type")), "model_call_repeated") &&
+		    str_eq(json_string_value(json_object_get(ev, "chat_id")), chat_id) &&
+		    json_integer_value(json_object_get(ev, "after_messages")) == n &&
+		    buf_printf(t->out, "%s" TX_MODEL_REPEATED, indent) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 static int render_chat(struct tx *t, const char *chat_id, const char *indent)
 {
 	json_t *msgs = NULL;
@@ -1636,6 +1815,7 @@ static int render_chat(struct tx *t, const char *chat_id, const char *indent)
 				   : -ENOMEM;
 			free(label);
 		} else if (strcmp(role, "assistant") == 0) {
+			rc = render_repeats(t, chat_id, (json_int_t)i, indent);
 			json_t *calls = json_object_get(m, "tool_calls");
 			if ((content && *content) || json_array_size(calls) == 0)
 				rc = put_text(t->out, indent, "assistant: ", content, 0);
@@ -1665,6 +1845,8 @@ static int render_chat(struct tx *t, const char *chat_id, const char *indent)
 	}
 	if (rc == 0 && !users)
 		rc = render_subs(t, chat_id, 0, NULL, indent);
+	if (rc == 0) /* asked again, not answered yet */
+		rc = render_repeats(t, chat_id, (json_int_t)json_array_size(msgs), indent);
 	json_decref(msgs);
 	return rc < 0 ? (rc == -1 ? -ENOMEM : rc) : 0;
 }

@@ -57,6 +57,17 @@ struct agent_env {
 	 * May be NULL. */
 	void (*progress)(void *arg, const char *run_id, bool new_files);
 	void *progress_arg;
+	/* Called when a commit failed with an error the store may get over
+	 * (rc -EAGAIN: the database is locked elsewhere; -ENOSPC, -EDQUOT,
+	 * -EROFS, -EIO; err says why), attempt 0, 1, ... for the same
+	 * commit: it waits as it sees fit (backing off, parking the run) and
+	 * returns true to try the commit again, false to give up (the run
+	 * then stops as at shutdown when stopping() is true, else it fails).
+	 * Called with rc 0 when a commit that failed before went through.
+	 * May be NULL: a failed commit is not tried again. */
+	bool (*store_wait)(void *arg, const char *run_id, int rc, const char *err,
+			   unsigned attempt);
+	void *store_wait_arg;
 };
 
 enum agent_outcome {

@@ -38,9 +38,16 @@
 
 #include "buf.h"
 #include "size.h"
+#include "yamlbound.h"
 
 /* A config file larger than this is refused (it is a few KiB in practice). */
 #define CONFIG_MAX_FILE_BYTES (4L * 1024 * 1024)
+/* Bounds on the file's shape, checked before the document is loaded: its
+ * keys lie a few levels deep, and libyaml's cost grows with the square of
+ * the nesting (100,000 '[' never finished). */
+#define CONFIG_YAML_MAX_DEPTH 64
+#define CONFIG_YAML_MAX_NODES 200000
+#define CONFIG_YAML_MAX_ALIAS_BYTES (1024 * 1024)
 /* Room for a full dotted key; names from the file are clipped in keys. */
 #define KEY_MAX 256
 #define WORKERS_MAX 64
@@ -1160,8 +1167,6 @@ static int parse_root(struct ctx *x, const yaml_node_t *root)
 	static const char *const names[] = {"sources", "skills", "tools", "model",
 		"runs", "state", "configurations"};
 	yaml_node_t *f[7];
-	if (is_null(root))
-		return 0; /* an empty document: every default, no configurations */
 	if (root->type != YAML_MAPPING_NODE)
 		return fail(x, root, NULL, "expected a mapping at the top level, got %s",
 			    node_kind(root));
@@ -1302,6 +1307,28 @@ int config_parse(const char *text, size_t len, const char *path,
 		}
 	}
 
+	if (len > (size_t)CONFIG_MAX_FILE_BYTES) {
+		if (asprintf(&x.err, "%s: %zu bytes, over the limit of %ld bytes; "
+			     "refusing the config file", x.file, len,
+			     CONFIG_MAX_FILE_BYTES) < 0)
+			x.err = NULL;
+		goto done;
+	}
+	static const struct yaml_bounds bounds = {CONFIG_YAML_MAX_DEPTH,
+		CONFIG_YAML_MAX_NODES, CONFIG_YAML_MAX_ALIAS_BYTES};
+	size_t bline = 0;
+	char why[128];
+	int b = yaml_bounds_check(text, len, &bounds, &bline, why, sizeof why);
+	if (b < 0) {
+		fail_oom(&x);
+		goto done;
+	}
+	if (b > 0) {
+		if (asprintf(&x.err, "%s:%zu: %s; refusing the config file", x.file,
+			     bline + 1, why) < 0)
+			x.err = NULL;
+		goto done;
+	}
 	if (!yaml_parser_initialize(&parser)) {
 		fail_oom(&x);
 		goto done;
@@ -1314,7 +1341,17 @@ int config_parse(const char *text, size_t len, const char *path,
 	}
 	have_doc = true;
 	x.doc = &doc;
-	if (parse_root(&x, yaml_document_get_root_node(&doc)) < 0)
+	yaml_node_t *root = yaml_document_get_root_node(&doc);
+	if (is_null(root)) {
+		/* Most likely a file caught half-written, or emptied by
+		 * mistake: taking it would drop every configuration. */
+		if (asprintf(&x.err, "%s: the file holds no settings (it is empty "
+			     "or only comments); write {} to take every default",
+			     x.file) < 0)
+			x.err = NULL;
+		goto done;
+	}
+	if (parse_root(&x, root) < 0)
 		goto done;
 	/* Only the first document is read; a further one is a mistake worth
 	 * a warning, and a syntax error after it is still an error. */

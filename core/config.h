@@ -171,7 +171,10 @@ extern const size_t config_builtin_tools_n;
  * On error returns -1 and *err holds a message naming the file, line and
  * key ("config.yaml:12: skills.execution_mode: expected 'inline' or
  * 'subagent', got 'fast'"); the caller frees it. Unknown keys are warnings,
- * not errors. A key with a null value reads as absent (its default). */
+ * not errors. A key with a null value reads as absent (its default). A file
+ * with no settings (empty, only comments, a lone null) is an error ("{}"
+ * takes every default), and so is one past 4 MiB or nested deeper than 64
+ * levels, refused before the document is loaded. */
 int config_load(const char *path, struct config **out, char **err);
 
 /* Parses config text (for tests). path is used in messages and base_dir

@@ -135,6 +135,12 @@ int model_command_open(const struct model_config *mc, const struct model_ops **o
 int model_openai_open(const struct model_config *mc, const struct model_ops **ops,
 		      void **ctx, char **err);
 
+/* The command provider's stdout (a chat completion or the bare assistant
+ * message, not yet normalised: model_complete does that) taken into out:
+ * 0, or -1 with why it is no reply appended to why (out left empty). */
+int model_command_reply(const char *text, size_t len, struct model_reply *out,
+			struct buf *why);
+
 /* Helpers shared by the providers. */
 
 /* The request body common to command and openai as compact JSON text:

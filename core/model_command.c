@@ -78,6 +78,31 @@ static const char *take_reply(json_t *root, struct model_reply *out, struct buf 
 	return "model command printed neither a chat completion nor an assistant message";
 }
 
+int model_command_reply(const char *text, size_t len, struct model_reply *out,
+			struct buf *why)
+{
+	if (!len) {
+		buf_puts(why, "model command printed nothing");
+		return -1;
+	}
+	json_error_t je;
+	json_t *root = json_loadb(text, len, 0, &je);
+	if (!root) {
+		buf_printf(why, "model command printed invalid JSON: %s (line %d, column %d)",
+			   je.text, je.line, je.column);
+		buf_puts(why, "; output starts: ");
+		model_append_excerpt(why, text, len, 200, false);
+		return -1;
+	}
+	struct buf wb = { 0 };
+	const char *reason = take_reply(root, out, &wb);
+	if (reason)
+		buf_puts(why, reason);
+	buf_free(&wb);
+	json_decref(root);
+	return reason ? -1 : 0;
+}
+
 static bool cancel_cb(void *arg)
 {
 	const struct model_request *req = arg;
@@ -123,8 +148,6 @@ static int command_complete(void *ctx, const struct model_request *req,
 	free(text);
 
 	struct buf msg = { 0 };
-	const char *why = NULL;
-	json_t *root = NULL;
 	if (pr < 0) {
 		buf_printf(&msg, "cannot run model command: %s",
 			   res.err.data ? res.err.data : "unknown error");
@@ -148,28 +171,9 @@ static int command_complete(void *ctx, const struct model_request *req,
 			   MODEL_COMMAND_OUTPUT_MAX);
 		append_stderr(&msg, &res, "; stderr: ");
 	} else {
-		json_error_t je;
-		root = res.out.len ? json_loadb(res.out.data, res.out.len, 0, &je) : NULL;
-		if (!res.out.len) {
-			buf_puts(&msg, "model command printed nothing");
+		if (model_command_reply(res.out.data, res.out.len, out, &msg) < 0)
 			append_stderr(&msg, &res, "; stderr: ");
-		} else if (!root) {
-			buf_printf(&msg, "model command printed invalid JSON: %s (line %d, column %d)",
-				   je.text, je.line, je.column);
-			buf_puts(&msg, "; output starts: ");
-			model_append_excerpt(&msg, res.out.data, res.out.len, 200, false);
-			append_stderr(&msg, &res, "; stderr: ");
-		} else {
-			struct buf wb = { 0 };
-			why = take_reply(root, out, &wb);
-			if (why) {
-				buf_puts(&msg, why);
-				append_stderr(&msg, &res, "; stderr: ");
-			}
-			buf_free(&wb);
-		}
 	}
-	json_decref(root);
 	proc_result_free(&res);
 	if (!out->message) {
 		*err = msg.data ? buf_steal(&msg, NULL) : model_strdupf("model command failed");

@@ -268,7 +268,16 @@ fail:
 	_exit(127);
 }
 
+/* GCC says __SANITIZE_ADDRESS__; clang (before 16) only __has_feature. */
 #if defined(__SANITIZE_ADDRESS__)
+#define PROC_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PROC_ASAN 1
+#endif
+#endif
+
+#if defined(PROC_ASAN)
 #include <sanitizer/asan_interface.h>
 static void unpoison(void *p, size_t n)
 {

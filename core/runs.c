@@ -10,6 +10,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +19,14 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "dbwatch.h"
 #include "engine.h"
 #include "filecache.h"
 #include "grants.h"
 #include "json_text.h"
 #include "model.h"
 #include "resolution.h"
+#include "statelock.h"
 #include "store.h"
 #include "tools.h"
 #include "workdir.h"
@@ -64,6 +67,10 @@ struct run {
 	uint64_t workdir_gen;   /* counts changes of workdir_file */
 	bool busy;             /* a worker is running it */
 	bool cancel_requested; /* ctl cancel while busy */
+	/* Its worker waits for the store (wait_for_store): */
+	int64_t store_failed_ms; /* CLOCK_MONOTONIC of the first failed try */
+	int64_t parked_ms;       /* ... and of parking it; 0: not parked */
+	char *parked;            /* why it is parked (info.json), or NULL */
 };
 
 struct waiter {
@@ -117,6 +124,7 @@ struct runs {
 	struct timespec opened; /* runs/new's mtime: its content is new at
 				   each read, its attributes never change (tar
 				   checks them around a read) */
+	struct dbwatch dbwatch; /* the database's file deleted or replaced */
 };
 
 /* ---- the table of runs (call with lock held) ---- */
@@ -163,6 +171,7 @@ static void run_free(struct run *run)
 	buf_free(&run->workdir_file);
 	free(run->workdir);
 	free(run->config);
+	free(run->parked);
 	strlist_free(&run->forced);
 	free(run);
 }
@@ -322,6 +331,9 @@ bool runs_id_valid(const char *id)
 	size_t n = strlen(id);
 	if (n == 0 || n > RUN_ID_MAX || strcmp(id, ".") == 0 || strcmp(id, "..") == 0)
 		return false;
+	/* The names of runs/' own files. */
+	if (strcmp(id, "new") == 0 || strcmp(id, RUNS_ERROR_NAME) == 0)
+		return false;
 	for (size_t i = 0; i < n; i++) {
 		char c = id[i];
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -400,11 +412,146 @@ static const struct resolution *resolve_run(struct snapshot *s, const struct con
 	return *owned;
 }
 
-/* Fails a run that cannot start, from whatever state it is in. */
+static int64_t monotonic_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A line in the daemon's log (its stderr) about run id. */
+__attribute__((format(printf, 2, 3)))
+static void run_log(const char *id, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "skillfs: run %s: %s\n", id, line);
+}
+
+/* A worker's commit that failed for a reason the store may get over is
+ * tried again after STORE_RETRY_FIRST_MS, doubling up to
+ * STORE_RETRY_MAX_MS; past STORE_PARK_AFTER_MS of failures the run is
+ * parked (its state as it was, a log line and info.json say why) and
+ * tried every STORE_RETRY_MAX_MS until the store takes it. */
+#define STORE_RETRY_FIRST_MS 50
+#define STORE_RETRY_MAX_MS 1000
+#define STORE_PARK_AFTER_MS 3000
+
+/* Sleeps ms unless the daemon stops meanwhile; false when it does. */
+static bool nap(struct runs *r, int64_t ms)
+{
+	int64_t until = monotonic_ms() + ms;
+	for (;;) {
+		if (__atomic_load_n(&r->stopping, __ATOMIC_ACQUIRE))
+			return false;
+		int64_t left = until - monotonic_ms();
+		if (left <= 0)
+			return true;
+		if (left > 100)
+			left = 100;
+		struct timespec ts = { .tv_sec = 0, .tv_nsec = left * 1000000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* agent_env.store_wait for the workers (see agent.h): backs off, parks
+ * the run past STORE_PARK_AFTER_MS, and tells when the store took a
+ * commit again (a log line; events "parked" and "resumed" are stored
+ * then, as they could not be before). */
+static bool wait_for_store(void *arg, const char *id, int rc, const char *err,
+			   unsigned attempt)
+{
+	struct runs *r = arg;
+	int64_t now = monotonic_ms();
+	pthread_mutex_lock(&r->lock);
+	struct run *run = run_find(r, id);
+	if (!run) {
+		pthread_mutex_unlock(&r->lock);
+		return false;
+	}
+	if (rc == 0) {
+		char *why = run->parked;
+		int64_t parked_ms = run->parked_ms;
+		run->parked = NULL;
+		if (parked_ms)
+			clock_gettime(CLOCK_REALTIME, &run->changed); /* info.json */
+		run->parked_ms = run->store_failed_ms = 0;
+		pthread_mutex_unlock(&r->lock);
+		if (parked_ms) {
+			double secs = (double)(now - parked_ms) / 1000.0;
+			run_log(id, "resumed: the state database takes its commits again "
+				"(parked %.1f s)", secs);
+			json_t *ev = json_pack("{s:s?}", "reason", why);
+			char *e = NULL;
+			if (!ev || store_event_append(r->store, id, "parked", ev, NULL, &e) < 0)
+				run_log(id, "the event saying it was parked was not stored: %s",
+					e ? e : "out of memory");
+			json_decref(ev);
+			free(e);
+			ev = json_pack("{s:f}", "parked_seconds", secs);
+			e = NULL;
+			if (!ev || store_event_append(r->store, id, "resumed", ev, NULL, &e) < 0)
+				run_log(id, "the event saying it resumed was not stored: %s",
+					e ? e : "out of memory");
+			json_decref(ev);
+			free(e);
+			refresh_from_worker(r, id);
+		}
+		free(why);
+		return false;
+	}
+	if (attempt == 0 && !run->parked_ms)
+		run->store_failed_ms = now;
+	bool park = !run->parked_ms && now - run->store_failed_ms >= STORE_PARK_AFTER_MS;
+	if (park) {
+		char *why = NULL;
+		if (asprintf(&why, "the state database cannot take the run's next step (%s): %s",
+			     strerror(-rc), err ? err : "no detail") < 0)
+			why = NULL;
+		free(run->parked);
+		run->parked = why;
+		run->parked_ms = now;
+		/* info.json says so: a rendering of it from before is old. */
+		clock_gettime(CLOCK_REALTIME, &run->changed);
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (park)
+		run_log(id, "parked, state unchanged: the state database cannot commit its next "
+			"step (%s): %s; it is tried again every %d ms and goes on by itself once "
+			"the store works", strerror(-rc), err ? err : "no detail",
+			STORE_RETRY_MAX_MS);
+	int64_t delay = STORE_RETRY_FIRST_MS;
+	for (unsigned i = 0; i < attempt && delay < STORE_RETRY_MAX_MS; i++)
+		delay *= 2;
+	return nap(r, delay < STORE_RETRY_MAX_MS ? delay : STORE_RETRY_MAX_MS);
+}
+
+/* Fails a run that cannot start, from whatever state it is in; a store
+ * that cannot take that now is waited for as a worker's commit is (the
+ * run stays as it is when the daemon stops meanwhile). */
 static void fail_run(struct runs *r, const char *id, enum runstate from, const char *msg)
 {
 	struct run_change ch = { .error = msg };
-	store_run_transition(r->store, id, from, RUNSTATE_FAILED, &ch, NULL);
+	char *err = NULL;
+	int rc;
+	for (unsigned attempt = 0;; attempt++) {
+		rc = store_run_transition(r->store, id, from, RUNSTATE_FAILED, &ch, &err);
+		bool recoverable = rc == -EAGAIN || rc == -ENOSPC || rc == -EDQUOT ||
+				   rc == -EROFS || rc == -EIO;
+		if (rc == 0 && attempt)
+			wait_for_store(r, id, 0, NULL, attempt);
+		if (rc == 0 || !recoverable || !wait_for_store(r, id, rc, err, attempt))
+			break;
+		free(err);
+		err = NULL;
+	}
+	if (rc < 0 && rc != -EBUSY)
+		run_log(id, "could not be failed (%s): %s; it is left as it is", msg,
+			err ? err : strerror(-rc));
+	free(err);
 	refresh_from_worker(r, id);
 }
 
@@ -417,13 +564,6 @@ struct spare {
 	struct snapshot *snapshot;
 	int64_t made_ms; /* CLOCK_MONOTONIC */
 };
-
-static int64_t monotonic_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void spare_free(struct spare *sp)
 {
@@ -501,12 +641,40 @@ static void execute(struct runs *r, struct run *run, bool queued, struct spare *
 			model_prepare(model);
 	}
 	struct run_row row;
-	if (store_run_get(r->store, id, &row, NULL) < 0) {
+	char *gerr = NULL;
+	int grc;
+	enum runstate st = RUNSTATE_CREATED;
+	bool damaged = false;
+	for (unsigned attempt = 0;; attempt++) {
+		grc = store_run_get(r->store, id, &row, &gerr);
+		/* A row that cannot be read while its state can is damaged:
+		 * the run can never go on. Anything else is the store's and
+		 * is waited for. */
+		damaged = grc < 0 && grc != -ENOENT &&
+			  store_run_state(r->store, id, &st, NULL) == 0;
+		if (grc == 0 && attempt)
+			wait_for_store(r, id, 0, NULL, attempt);
+		if (grc == 0 || grc == -ENOENT || damaged ||
+		    !wait_for_store(r, id, grc, gerr, attempt))
+			break;
+		free(gerr);
+		gerr = NULL;
+	}
+	if (grc < 0) {
+		if (damaged && (st == RUNSTATE_QUEUED || st == RUNSTATE_RUNNING)) {
+			char why[1024];
+			snprintf(why, sizeof why, "the run's stored row cannot be read: %s",
+				 gerr ? gerr : strerror(-grc));
+			run_log(id, "%s", why);
+			fail_run(r, id, st, why);
+		}
+		free(gerr);
 		model_free(model);
 		free(merr);
 		snapshot_unref(s);
 		return;
 	}
+	free(gerr);
 	enum runstate from = row.state;
 	if (from != RUNSTATE_QUEUED && from != RUNSTATE_RUNNING) {
 		model_free(model);
@@ -616,6 +784,8 @@ static void execute(struct runs *r, struct run *run, bool queued, struct spare *
 		.stopping_arg = r,
 		.progress = progress,
 		.progress_arg = r,
+		.store_wait = wait_for_store,
+		.store_wait_arg = r,
 	};
 	if (agent_run(&env, id) < 0)
 		fail_run(r, id, RUNSTATE_RUNNING, "internal error: the state database failed");
@@ -630,6 +800,12 @@ out:
 	free(workdir);
 	snapshot_unref(s);
 	run_row_free(&row);
+	/* Parked no more, whatever ended it (a stop, a failure). */
+	pthread_mutex_lock(&r->lock);
+	free(run->parked);
+	run->parked = NULL;
+	run->parked_ms = run->store_failed_ms = 0;
+	pthread_mutex_unlock(&r->lock);
 	refresh_from_worker(r, id);
 }
 
@@ -766,6 +942,10 @@ struct runs *runs_open(struct engine *e, const char *state_path, char **err)
 	r->store = store_open(state_path, err);
 	if (!r->store)
 		goto fail;
+	struct stat dbst;
+	if (store_file_stat(r->store, &dbst) == 0 &&
+	    dbwatch_init(&r->dbwatch, state_path, &dbst) < 0)
+		goto oom;
 
 	/* Load every run; re-queue interrupted ones first, then the queue. */
 	struct strlist ids = { 0 }, interrupted = { 0 }, queued = { 0 };
@@ -900,16 +1080,61 @@ void runs_stop(struct runs *r)
 	answer_waiters(all, EINTR, NULL);
 }
 
+/* Joins the workers, waiting at most until deadline (CLOCK_REALTIME; NULL:
+ * for ever). Returns how many are still running. */
+static int join_workers(struct runs *r, const struct timespec *deadline)
+{
+	int left = 0;
+	for (int i = 0; i < r->nworkers; i++) {
+		if (!r->workers[i])
+			continue;
+		int rc = deadline ? pthread_timedjoin_np(r->workers[i], NULL, deadline)
+				  : pthread_join(r->workers[i], NULL);
+		if (rc == 0)
+			r->workers[i] = 0;
+		else
+			left++;
+	}
+	return left;
+}
+
+static void close_joined(struct runs *r);
+
 void runs_close(struct runs *r)
 {
 	if (!r)
 		return;
 	runs_stop(r);
-	for (int i = 0; i < r->nworkers; i++)
-		pthread_join(r->workers[i], NULL);
+	join_workers(r, NULL);
+	close_joined(r);
+}
+
+bool runs_close_within(struct runs *r, int timeout_ms)
+{
+	if (!r)
+		return true;
+	runs_stop(r);
+	struct timespec deadline;
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += timeout_ms / 1000;
+	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	if (join_workers(r, &deadline) > 0)
+		return false; /* r stays as it is: they still use it */
+	close_joined(r);
+	return true;
+}
+
+/* Frees r once no worker runs. */
+static void close_joined(struct runs *r)
+{
 	free(r->workers);
 	spare_free(r->spare);
 	store_close(r->store);
+	dbwatch_free(&r->dbwatch);
 	for (size_t i = 0; i < r->n; i++)
 		run_free(r->runs[i]);
 	free(r->runs);
@@ -924,6 +1149,25 @@ void runs_close(struct runs *r)
 }
 
 /* ---- mkdir, rmdir, listing ---- */
+
+/* What happened to the state database's file, once it is found deleted or
+ * replaced (checked now when now is set, else at most once a second): the
+ * first to notice says so in the log and shows runs/ERROR. */
+static const char *store_file_gone(struct runs *r, bool now)
+{
+	bool first;
+	const char *gone = dbwatch_check(&r->dbwatch, now, &first);
+	if (first) {
+		fprintf(stderr, "skillfs: %s\n", gone);
+		notify(r, RUNS_ERROR_NAME, RUN_CHANGED_CREATED);
+	}
+	return gone;
+}
+
+const char *runs_store_gone(struct runs *r)
+{
+	return store_file_gone(r, false);
+}
 
 static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
@@ -944,6 +1188,8 @@ int runs_create(struct runs *r, const char *id, uid_t uid, gid_t gid)
 {
 	if (!runs_id_valid(id))
 		return -EINVAL;
+	if (store_file_gone(r, true))
+		return -EIO;
 	pthread_mutex_lock(&r->lock);
 	if (run_find(r, id)) {
 		pthread_mutex_unlock(&r->lock);
@@ -962,7 +1208,13 @@ int runs_create(struct runs *r, const char *id, uid_t uid, gid_t gid)
 	}
 	int rc = store_run_create_owned(r->store, id, (int64_t)uid, (int64_t)gid, NULL);
 	if (rc == 0 && !run_insert(r, id, RUNSTATE_CREATED, uid, gid)) {
-		store_run_delete(r->store, id, NULL);
+		/* Not shown, so not made: a row left behind shows at the next
+		 * mount as a created run, which rmdir removes. */
+		char *err = NULL;
+		if (store_run_delete(r->store, id, &err) < 0)
+			run_log(id, "out of memory making it, and its row stays stored: %s",
+				err ? err : "the store failed");
+		free(err);
 		rc = -ENOMEM;
 	}
 	if (rc == 0)
@@ -1051,6 +1303,7 @@ struct run_view {
 	char config[CONFIG_NAME_MAX + 1];
 	struct buf forced; /* one per line */
 	char *workdir;     /* NULL: none */
+	char *parked;      /* why its worker waits for the store; NULL: it does not */
 	bool busy;
 };
 
@@ -1074,6 +1327,8 @@ static int run_view_get(struct runs *r, const char *id, struct run_view *v)
 			rc = buf_printf(&v->forced, "%s\n", run->forced.items[i]);
 		if (rc == 0 && run->workdir && !(v->workdir = strdup(run->workdir)))
 			rc = -1;
+		if (rc == 0 && run->parked && !(v->parked = strdup(run->parked)))
+			rc = -1;
 		if (rc < 0)
 			rc = -ENOMEM;
 	}
@@ -1086,6 +1341,7 @@ static void run_view_free(struct run_view *v)
 	buf_free(&v->prompt);
 	buf_free(&v->forced);
 	free(v->workdir);
+	free(v->parked);
 }
 
 static int iso_time(struct buf *b, int64_t ns)
@@ -1119,17 +1375,22 @@ static int put_json(struct buf *out, json_t *j)
 	return rc < 0 ? -ENOMEM : 0;
 }
 
-static int render_info(struct runs *r, const struct run_row *row, struct buf *out)
+static int render_info(struct runs *r, const struct run_view *v, const struct run_row *row,
+		       struct buf *out)
 {
-	/* Counted, not loaded: a run's messages can be large. */
-	int64_t nmsg = 0;
-	if (row->chat_id && store_message_count(r->store, row->id, row->chat_id, &nmsg, NULL) < 0)
-		nmsg = 0;
+	json_t *msgs = NULL;
+	size_t nmsg = 0;
+	int rc = row->chat_id ? store_messages(r->store, row->id, row->chat_id, &msgs, NULL) : 0;
+	nmsg = json_array_size(msgs);
+	json_decref(msgs);
+	if (rc < 0)
+		return rc; /* a damaged row reads as EIO, as messages.json does */
 	struct chat_row *chats = NULL;
 	size_t nchats = 0;
-	if (store_chats(r->store, row->id, &chats, &nchats, NULL) < 0)
-		nchats = 0;
+	rc = store_chats(r->store, row->id, &chats, &nchats, NULL);
 	chat_rows_free(chats, nchats);
+	if (rc < 0)
+		return rc;
 	json_t *j = json_object();
 	if (!j)
 		return -ENOMEM;
@@ -1150,6 +1411,9 @@ static int render_info(struct runs *r, const struct run_row *row, struct buf *ou
 	json_object_set_new(j, "usage", row->usage ? json_incref(row->usage) : json_null());
 	json_object_set_new(j, "allow_list_stored", json_boolean(row->allowed_tools != NULL));
 	json_object_set_new(j, "error", row->error ? json_string(row->error) : json_null());
+	/* Why its worker waits for the store, state unchanged (null: it
+	 * does not). */
+	json_object_set_new(j, "parked", v->parked ? json_string(v->parked) : json_null());
 	return put_json(out, j);
 }
 
@@ -1249,6 +1513,13 @@ static int run_names(const struct run_view *v, const struct run_row *row, bool h
 	return 0;
 }
 
+/* A rendering's result as an errno: the buf helpers' -1 is ENOMEM; the
+ * store's errors are as it says (-EIO for a damaged row, logged by it). */
+static int errno_of_render(int rc)
+{
+	return rc >= 0 ? 0 : rc == -1 ? -ENOMEM : rc;
+}
+
 /* The bytes and mode of one top-level file of a run. */
 static int run_file(struct runs *r, const struct run_view *v, const struct run_row *row,
 		    const char *name, struct run_file *f)
@@ -1289,7 +1560,7 @@ static int run_file(struct runs *r, const struct run_view *v, const struct run_r
 		if (row->input && row->input[0]) /* "" until a question is answered */
 			rc = text_with_newline(out, row->input);
 	} else if (strcmp(name, "info.json") == 0) {
-		return render_info(r, row, out);
+		return render_info(r, v, row, out);
 	} else if (strcmp(name, "allowed-tools") == 0) {
 		if (!row->allowed_tools)
 			return -ENOENT;
@@ -1324,7 +1595,7 @@ static int run_file(struct runs *r, const struct run_view *v, const struct run_r
 	} else {
 		return -ENOENT;
 	}
-	return rc < 0 ? -ENOMEM : 0;
+	return errno_of_render(rc);
 }
 
 /* The chat rows of a run (sub-agents). */
@@ -1363,7 +1634,7 @@ static int subagent_file(struct runs *r, const struct run_row *row, const struct
 		rc = tools_lines(c->tools, &f->data);
 	else
 		return -ENOENT;
-	return rc < 0 ? -ENOMEM : 0;
+	return errno_of_render(rc);
 }
 
 /* Whether showing runs/<id>/<sub> needs the run's row and chats from the
@@ -1387,7 +1658,9 @@ static bool needs_store(const struct run_view *v, const char *sub, bool listing)
 /* Shared by readdir and stat: resolves runs/<id>/<sub>. With names set,
  * lists a directory; with f set, fills a file or directory. */
 /* Whether runs/<id>/<sub> is a file that grows with its run and is
- * rendered from all of its messages or events (filecache keeps it). */
+ * rendered from all of its messages or events (filecache keeps it).
+ * info.json reads every message too (a damaged one makes it EIO); what
+ * it shows of the run beyond the store (parked) changes the run's time. */
 static bool cached_file(const char *sub)
 {
 	const char *name = strrchr(sub, '/');
@@ -1396,7 +1669,7 @@ static bool cached_file(const char *sub)
 	if (in_chat && strncmp(sub, "subagents/", 10) != 0)
 		return false;
 	return strcmp(name, "transcript") == 0 || strcmp(name, "messages.json") == 0 ||
-	       (!in_chat && strcmp(name, "events") == 0);
+	       (!in_chat && (strcmp(name, "events") == 0 || strcmp(name, "info.json") == 0));
 }
 
 /* The owner, group and mode bits every file of a run gets at the end. */
@@ -1442,7 +1715,12 @@ static int run_lookup(struct runs *r, const char *id, const char *sub, struct st
 		/* The in-memory state leads: the store may be a step ahead of
 		 * what waiters have been told, never behind. */
 		row.state = v.state;
-		chats_of(r, id, &chats, &nchats);
+		rc = chats_of(r, id, &chats, &nchats);
+		if (rc < 0) {
+			run_row_free(&row);
+			run_view_free(&v);
+			return rc;
+		}
 	}
 	if (f) {
 		memset(f, 0, sizeof *f);
@@ -1751,8 +2029,14 @@ static int take_workdir(struct runs *r, const char *id, uint64_t serial, uint64_
 	} else if (rc == -EINVAL && why) {
 		json_t *ev = json_pack("{s:s?, s:s}", "path", lines.n == 1 ? lines.items[0] : NULL,
 				       "reason", why);
-		if (ev)
-			store_event_append(r->store, id, "workdir_refused", ev, NULL, NULL);
+		/* The write fails with EINVAL either way; the reason goes to the
+		 * log when the events cannot take it. */
+		char *err = NULL;
+		if (!ev || store_event_append(r->store, id, "workdir_refused", ev, NULL, &err) < 0)
+			run_log(id, "workdir %s refused: %s (the event was not stored: %s)",
+				lines.n == 1 ? lines.items[0] : "(several lines)", why,
+				err ? err : "out of memory");
+		free(err);
 		json_decref(ev);
 	}
 	strlist_free(&lines);
@@ -1987,6 +2271,9 @@ int runs_truncate(struct runs *r, const char *id, const char *name, off_t size)
  * it. */
 static int enqueue(struct runs *r, const char *id)
 {
+	/* Started now, the run would write to a file no later mount sees. */
+	if (store_file_gone(r, true))
+		return -EIO;
 	pthread_mutex_lock(&r->lock);
 	struct run *run = run_find(r, id);
 	if (!run || run->state != RUNSTATE_CREATED || !run->prompt_written || !run->prompt.len ||
@@ -2202,9 +2489,70 @@ int runs_attach(struct engine *e, const char *state_path, char **err)
 	return 0;
 }
 
+/* Creates the directory of the database at path; 0, or -1 with *err. */
+static int make_state_dir(const char *path, char **err)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	else
+		snprintf(dir, sizeof dir, ".");
+	if (workspace_mkdirs(dir, 0700) == 0)
+		return 0;
+	if (asprintf(err, "cannot create the state directory %s: %s", dir, strerror(errno)) < 0)
+		*err = NULL;
+	return -1;
+}
+
+int runs_check_store(struct engine *e, const char *state_path, char **err)
+{
+	*err = NULL;
+	char *path = engine_state_path(e, state_path);
+	if (!path) {
+		*err = strdup("out of memory");
+		return -1;
+	}
+	int rc = -1;
+	if (make_state_dir(path, err) == 0) {
+		struct store *st = store_open(path, err);
+		if (st) {
+			store_close(st);
+			rc = 0;
+		}
+	}
+	free(path);
+	if (rc < 0 && !*err)
+		*err = strdup("cannot open the run database");
+	return rc;
+}
+
+int runs_lock_state(struct engine *e, const char *state_path, char **err)
+{
+	*err = NULL;
+	char *path = engine_state_path(e, state_path);
+	if (!path) {
+		*err = strdup("out of memory");
+		return -1;
+	}
+	int fd = make_state_dir(path, err) == 0 ? statelock_take(path, err) : -1;
+	free(path);
+	return fd;
+}
+
 void runs_detach(struct engine *e)
 {
 	struct runs *r = engine_runs(e);
 	engine_set_runs(e, NULL);
 	runs_close(r);
+}
+
+bool runs_detach_within(struct engine *e, int timeout_ms)
+{
+	struct runs *r = engine_runs(e);
+	if (!runs_close_within(r, timeout_ms))
+		return false; /* still attached: the workers use the engine */
+	engine_set_runs(e, NULL);
+	return true;
 }

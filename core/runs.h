@@ -80,24 +80,65 @@ void runs_stop(struct runs *r);
  * closes the store. NULL is ignored. */
 void runs_close(struct runs *r);
 
+/* runs_close, waiting at most timeout_ms for the workers to end their
+ * current step (a model or tool call in flight is abandoned: they are
+ * told to stop, which kills its process). Returns true when r is closed;
+ * false when some worker still runs: then r is left as it is (still in
+ * use; the process is to exit without freeing it), its runs resumable. */
+bool runs_close_within(struct runs *r, int timeout_ms);
+
 /* Opens the run store at engine_state_path(e, state_path), starts the
  * workers and attaches the manager to e (engine_runs). Returns 0, or -1
  * with *err set. */
 int runs_attach(struct engine *e, const char *state_path, char **err);
 
+/* runs_detach, waiting at most timeout_ms (runs_close_within). Returns
+ * true when the manager is closed and detached; false when a worker still
+ * runs: then the manager stays attached, in use, and the process is to
+ * exit (_exit) without closing the engine. */
+bool runs_detach_within(struct engine *e, int timeout_ms);
+
+/* Takes the lock of the run store at engine_state_path(e, state_path)
+ * (statelock.h; creating its directory): one daemon per state database,
+ * whatever becomes of the database file. Returns the descriptor that holds
+ * it (keep it open while the store is in use, across the daemon's fork;
+ * statelock_release), or -1 with *err set, e.g. when another skillfs holds
+ * it. */
+int runs_lock_state(struct engine *e, const char *state_path, char **err);
+
+/* Checks that the run store at engine_state_path(e, state_path) opens and
+ * migrates (creating its directory), and closes it again: nothing is
+ * loaded, no worker starts and no run moves. For errors to be seen before
+ * a daemon detaches; runs_attach opens it for use. Returns 0, or -1 with
+ * *err set. */
+int runs_check_store(struct engine *e, const char *state_path, char **err);
+
 /* Stops e's run manager (runs stay resumable; pending waits are answered)
  * and detaches it. Harmless when none is attached. */
 void runs_detach(struct engine *e);
 
-/* Whether id is a valid run id: 1-RUN_ID_MAX of A-Za-z0-9._- and not .
- * or .. Every call here taking an id answers an invalid one as it does an
+/* Whether id is a valid run id: 1-RUN_ID_MAX of A-Za-z0-9._-, not . or
+ * .., and not the name of a file of runs/ ("new", RUNS_ERROR_NAME). Every
+ * call here taking an id answers an invalid one as it does an
  * unknown one (-ENOENT, false): an id is never cut to fit. */
 bool runs_id_valid(const char *id);
 
 /* mkdir runs/<id> by user uid (group gid), who owns the run from now:
  * -EINVAL for a bad id (a longer one too: it is within the mount's
- * NAME_MAX), -EEXIST when taken. */
+ * NAME_MAX), -EEXIST when taken, -EIO once the state database's file was
+ * deleted or replaced (runs_store_gone). */
 int runs_create(struct runs *r, const char *id, uid_t uid, gid_t gid);
+/* The name of the file in runs/ that says why new runs are refused. */
+#define RUNS_ERROR_NAME "ERROR"
+
+/* Why new runs are refused, once the state database's file is found
+ * deleted or replaced while the store holds it open (checked at each
+ * runs_create, and here at most once a second): what happened and what to
+ * do (remount), valid until runs_close; NULL while all is well. The first
+ * call to notice it logs it on stderr. Runs made before keep working on
+ * the open database. */
+const char *runs_store_gone(struct runs *r);
+
 /* rmdir runs/<id> by user uid: -ENOENT; -EPERM when allow_other is on and
  * uid is neither the owner nor root; -EBUSY while the run is active. */
 int runs_remove(struct runs *r, const char *id, uid_t uid);

@@ -23,6 +23,7 @@
 
 #include "buf.h"
 #include "cmdline.h"
+#include "yamlbound.h"
 
 /* Result of the internal parsing steps: OK, or the skill was marked invalid
  * (both 0), or out of memory (-1). */
@@ -424,14 +425,12 @@ static int parse_decl(struct skill *s, const char *key, const json_t *v,
 struct yanchor {
 	char *name;
 	json_t *value;
-	size_t nodes, bytes;
 };
 
 struct yframe {
 	json_t *c;
 	char *key;    /* mapping: the key awaiting its value, or NULL */
 	char *anchor; /* anchor of this collection, or NULL */
-	size_t nodes0, bytes0;
 };
 
 struct yload {
@@ -439,7 +438,7 @@ struct yload {
 	size_t depth;
 	struct yanchor *anchors;
 	size_t nanchors, canchors;
-	size_t nodes, bytes, alias_bytes;
+	struct yaml_budget budget; /* the bounds (SKILL_YAML_MAX_*) */
 	json_t *root;
 	char *err;        /* why the front-matter is invalid */
 	struct skill *s;  /* for warnings */
@@ -465,24 +464,20 @@ static int yfail(struct yload *y, size_t line, const char *fmt, ...)
 	return y->err ? 1 : OOM;
 }
 
-static int ycount(struct yload *y, size_t line, size_t nodes, size_t bytes,
-		  bool alias)
+/* Counts ev against the front-matter's bounds (yamlbound). */
+static int ybudget(struct yload *y, const yaml_event_t *ev)
 {
-	y->nodes += nodes;
-	y->bytes += bytes;
-	if (alias)
-		y->alias_bytes += bytes;
-	if (y->nodes > SKILL_YAML_MAX_NODES)
-		return yfail(y, line, "more than %d values (counting what aliases "
-			     "repeat); refusing the front-matter", SKILL_YAML_MAX_NODES);
-	if (y->alias_bytes > SKILL_YAML_MAX_ALIAS_BYTES)
-		return yfail(y, line, "aliases repeat more than %d bytes of text; "
-			     "refusing the front-matter", SKILL_YAML_MAX_ALIAS_BYTES);
+	const char *why = NULL;
+	int r = yaml_budget_event(&y->budget, ev, &why);
+	if (r < 0)
+		return OOM;
+	if (r > 0)
+		return yfail(y, ev->start_mark.line, "%s; refusing the front-matter",
+			     why);
 	return 0;
 }
 
-static int yanchor_add(struct yload *y, const char *name, json_t *v,
-		       size_t nodes, size_t bytes)
+static int yanchor_add(struct yload *y, const char *name, json_t *v)
 {
 	if (y->nanchors == y->canchors) {
 		size_t cap = y->canchors ? y->canchors * 2 : 8;
@@ -495,7 +490,7 @@ static int yanchor_add(struct yload *y, const char *name, json_t *v,
 	char *n = strdup(name);
 	if (!n)
 		return OOM;
-	y->anchors[y->nanchors++] = (struct yanchor){n, json_incref(v), nodes, bytes};
+	y->anchors[y->nanchors++] = (struct yanchor){n, json_incref(v)};
 	return 0;
 }
 
@@ -634,7 +629,9 @@ static int yevent(struct yload *y, yaml_event_t *ev, int *docs, bool *done)
 	size_t line = ev->start_mark.line;
 	struct yframe *top = y->depth ? &y->st[y->depth - 1] : NULL;
 	bool key_pos = top && json_is_object(top->c) && !top->key;
-	int r;
+	int r = ybudget(y, ev);
+	if (r)
+		return r;
 
 	switch (ev->type) {
 	case YAML_STREAM_END_EVENT:
@@ -649,13 +646,11 @@ static int yevent(struct yload *y, yaml_event_t *ev, int *docs, bool *done)
 		size_t n = ev->data.scalar.length;
 		if (memchr(v, '\0', n))
 			return yfail(y, line, "a NUL character is not allowed");
-		if ((r = ycount(y, line, 1, n, false)))
-			return r;
 		json_t *j = scalar_json(ev, key_pos);
 		if (!j)
 			return OOM;
 		if (ev->data.scalar.anchor &&
-		    yanchor_add(y, (const char *)ev->data.scalar.anchor, j, 1, n)) {
+		    yanchor_add(y, (const char *)ev->data.scalar.anchor, j)) {
 			json_decref(j);
 			return OOM;
 		}
@@ -670,29 +665,21 @@ static int yevent(struct yload *y, yaml_event_t *ev, int *docs, bool *done)
 			free(q);
 			return r;
 		}
-		if ((r = ycount(y, line, a->nodes, a->bytes, true)))
-			return r;
 		json_t *j = json_deep_copy(a->value);
 		return j ? yadd(y, line, j) : OOM;
 	}
 	case YAML_SEQUENCE_START_EVENT:
 	case YAML_MAPPING_START_EVENT: {
-		if (y->depth == SKILL_YAML_MAX_DEPTH)
-			return yfail(y, line, "nested deeper than %d levels",
-				     SKILL_YAML_MAX_DEPTH);
+		/* ybudget refused a frame past SKILL_YAML_MAX_DEPTH. */
 		if (key_pos)
 			return yfail(y, line, "a mapping key must be a plain value, "
 				     "not a list or a mapping");
-		if ((r = ycount(y, line, 1, 0, false)))
-			return r;
 		bool seq = ev->type == YAML_SEQUENCE_START_EVENT;
 		const yaml_char_t *anchor = seq ? ev->data.sequence_start.anchor
 						: ev->data.mapping_start.anchor;
 		struct yframe f = {
 			.c = seq ? json_array() : json_object(),
 			.anchor = anchor ? strdup((const char *)anchor) : NULL,
-			.nodes0 = y->nodes - 1,
-			.bytes0 = y->bytes,
 		};
 		if (!f.c || (anchor && !f.anchor)) {
 			json_decref(f.c);
@@ -709,8 +696,7 @@ static int yevent(struct yload *y, yaml_event_t *ev, int *docs, bool *done)
 		struct yframe f = y->st[--y->depth];
 		free(f.key);
 		if (f.anchor) {
-			r = yanchor_add(y, f.anchor, f.c, y->nodes - f.nodes0,
-					y->bytes - f.bytes0);
+			r = yanchor_add(y, f.anchor, f.c);
 			free(f.anchor);
 			if (r) {
 				json_decref(f.c);
@@ -752,8 +738,15 @@ static int yaml_load(struct skill *s, const char *text, size_t len,
 		return OOM;
 	y->s = s;
 	y->line0 = line0;
+	static const struct yaml_bounds bounds = {SKILL_YAML_MAX_DEPTH,
+		SKILL_YAML_MAX_NODES, SKILL_YAML_MAX_ALIAS_BYTES};
+	if (yaml_budget_init(&y->budget, &bounds) < 0) {
+		free(y);
+		return OOM;
+	}
 	yaml_parser_t p;
 	if (!yaml_parser_initialize(&p)) {
+		yaml_budget_free(&y->budget);
 		free(y);
 		return OOM;
 	}
@@ -784,6 +777,7 @@ static int yaml_load(struct skill *s, const char *text, size_t len,
 		json_decref(y->anchors[i].value);
 	}
 	free(y->anchors);
+	yaml_budget_free(&y->budget);
 	if (r == 0) {
 		*out = y->root;
 	} else {

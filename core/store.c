@@ -7,9 +7,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -47,6 +51,12 @@ struct store {
 	size_t ncache;
 	int owner_fd;         /* flock'ed: one daemon per database */
 	uint64_t writes;      /* rows this connection changed (atomic) */
+	/* The -shm file SQLite maps (see shm_check): open until SQLite is
+	 * done with it, as closing any descriptor of a file drops the
+	 * process's fcntl locks on it, SQLite's among them. -1: none. */
+	int shm_fd;
+	off_t shm_size;       /* its largest size seen */
+	int shm_bad;          /* the errno it last failed with (logged), 0: usable */
 
 	/* the checkpointer */
 	sqlite3 *ckpt_db;
@@ -137,6 +147,19 @@ static const char *const migrations[] = {
 	/* 5 -> 6: the project directory the run works in (runs/<id>/
 	 * workdir); NULL for runs without one, as every older run is. */
 	"ALTER TABLE runs ADD COLUMN workdir TEXT;",
+	/* 6 -> 7: the steps that have started (a tool call with side
+	 * effects, a model call), committed before they run: after a crash,
+	 * one started without a result is known as interrupted (at most
+	 * once). Older runs have none. */
+	"CREATE TABLE step_starts ("
+	"  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+	"  chat_id TEXT NOT NULL,"
+	"  msg_seq INTEGER NOT NULL,"
+	"  call INTEGER NOT NULL,"
+	"  what TEXT NOT NULL,"
+	"  ts INTEGER NOT NULL,"
+	"  PRIMARY KEY (run_id, chat_id, msg_seq, call)"
+	") WITHOUT ROWID;",
 };
 
 _Static_assert(sizeof migrations / sizeof *migrations == STORE_SCHEMA_VERSION,
@@ -159,8 +182,23 @@ static void set_err(char **err, const char *fmt, ...)
 	*err = s;
 }
 
-static int errno_of(int sqlite_rc)
+/* The errno for an SQLite result; sys_errno is the system call's errno
+ * behind an I/O error (0: unknown), which tells a full disk or a
+ * read-only file system from a failing one. */
+static int errno_of_sys(int sqlite_rc, int sys_errno)
 {
+	if ((sqlite_rc & 0xff) == SQLITE_IOERR || (sqlite_rc & 0xff) == SQLITE_CANTOPEN) {
+		switch (sys_errno) {
+		case ENOSPC:
+			return -ENOSPC;
+		case EDQUOT:
+			return -EDQUOT;
+		case EROFS:
+			return -EROFS;
+		default:
+			break;
+		}
+	}
 	switch (sqlite_rc & 0xff) {
 	case SQLITE_NOMEM:
 		return -ENOMEM;
@@ -176,12 +214,37 @@ static int errno_of(int sqlite_rc)
 	}
 }
 
+static int errno_of(int sqlite_rc)
+{
+	return errno_of_sys(sqlite_rc, 0);
+}
+
+/* Logs damage found in the database (a row or page that cannot be
+ * read): the daemon's log is where an operator looks when a read says
+ * EIO. */
+__attribute__((format(printf, 1, 2)))
+static void log_damage(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = NULL;
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	fprintf(stderr, "skillfs: %s\n", s ? s : "the state database holds a damaged row");
+	free(s);
+}
+
 /* Reports the connection's last error about `what`; returns its errno. */
 static int db_fail(struct store *st, char **err, const char *what)
 {
+	int code = sqlite3_extended_errcode(st->db);
 	set_err(err, "state database %s: %s: %s", st->path, what,
 		sqlite3_errmsg(st->db));
-	return errno_of(sqlite3_errcode(st->db));
+	if ((code & 0xff) == SQLITE_CORRUPT || (code & 0xff) == SQLITE_NOTADB)
+		log_damage("state database %s is damaged (%s): %s", st->path, what,
+			   sqlite3_errmsg(st->db));
+	return errno_of_sys(code, sqlite3_system_errno(st->db));
 }
 
 static int oom(char **err)
@@ -208,12 +271,67 @@ static bool state_ok(enum runstate s)
 	return (int)s >= 0 && (int)s < RUNSTATE_COUNT;
 }
 
+/* Whether the -shm file can still be written through SQLite's shared
+ * mapping of it: 0, or -EIO (-EROFS) with why. A write to a mapped page
+ * of a file made immutable (ext4 and others refuse it at the page fault),
+ * cut short by another program, or on a file system remounted read-only
+ * is a SIGBUS that kills the daemon; checked before each transaction, such
+ * a file fails the request instead, until it is usable again. (A change
+ * made in the middle of a transaction is not caught.) Call with the lock
+ * held. */
+static int shm_check(struct store *st, char **err)
+{
+	if (st->shm_fd < 0)
+		return 0;
+	struct stat sb;
+	struct statvfs vfs;
+	int flags = 0;
+	const char *why = NULL;
+	int rc = -EIO;
+	if (fstat(st->shm_fd, &sb) < 0)
+		why = "cannot be examined";
+	else if (sb.st_size < st->shm_size)
+		why = "was cut short by another program";
+	else if (ioctl(st->shm_fd, FS_IOC_GETFLAGS, &flags) == 0 &&
+		 (flags & (FS_IMMUTABLE_FL | FS_APPEND_FL)))
+		why = "was made immutable or append-only";
+	else if (fstatvfs(st->shm_fd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY)) {
+		why = "is on a file system that is read-only now";
+		rc = -EROFS;
+	}
+	if (!why) {
+		if (sb.st_size > st->shm_size)
+			st->shm_size = sb.st_size;
+		if (st->shm_bad)
+			fprintf(stderr, "skillfs: state database %s: its -shm file is usable "
+				"again\n", st->path);
+		st->shm_bad = 0;
+		return 0;
+	}
+	set_err(err, "state database %s: its -shm file %s: nothing is read or written "
+		"until it is usable again", st->path, why);
+	if (st->shm_bad != -rc)
+		fprintf(stderr, "skillfs: state database %s: its -shm file %s: requests "
+			"that need the database fail with %s until it is usable again\n",
+			st->path, why, strerror(-rc));
+	st->shm_bad = -rc;
+	return rc;
+}
+
 /* A ready statement for sql (a constant string): the cached one when it
  * is free, else a new one that is cached when there is room. Give it back
- * with release(). */
+ * with release(). The first statement of a transaction checks the -shm
+ * file first (shm_check). */
 static int prepare(struct store *st, const char *sql, sqlite3_stmt **out,
 		   char **err)
 {
+	if (sqlite3_get_autocommit(st->db)) {
+		int rc = shm_check(st, err);
+		if (rc) {
+			*out = NULL;
+			return rc;
+		}
+	}
 	for (size_t i = 0; i < st->ncache; i++) {
 		struct cached_stmt *c = &st->cache[i];
 		if (c->sql == sql && !c->in_use) {
@@ -252,6 +370,9 @@ static void release(struct store *st, sqlite3_stmt *s)
 
 static int exec(struct store *st, const char *sql, char **err)
 {
+	int rc = sqlite3_get_autocommit(st->db) ? shm_check(st, err) : 0;
+	if (rc)
+		return rc;
 	if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK)
 		return db_fail(st, err, sql);
 	return 0;
@@ -338,6 +459,8 @@ static int col_json(sqlite3_stmt *s, int i, json_t **out, const char *what,
 	if (!*out) {
 		set_err(err, "state database: run '%s': %s is not JSON: %s",
 			id, what, je.text);
+		log_damage("state database: run '%s': %s is not JSON (%s): the "
+			   "file that shows it reads as EIO", id, what, je.text);
 		return -EIO;
 	}
 	return 0;
@@ -350,6 +473,8 @@ static int col_state(sqlite3_stmt *s, int i, enum runstate *out,
 	if (!runstate_parse(t, out)) {
 		set_err(err, "state database: run '%s' has unknown state '%s'",
 			id, t ? t : "(null)");
+		log_damage("state database: run '%s' has unknown state '%s'", id,
+			   t ? t : "(null)");
 		return -EIO;
 	}
 	return 0;
@@ -454,6 +579,14 @@ static void *checkpointer_main(void *arg)
 			break;
 		st->ckpt_wanted = false;
 		pthread_mutex_unlock(&st->ckpt_lock);
+		/* The checkpoint writes the -shm file too. */
+		lock(st);
+		int usable = shm_check(st, NULL) == 0;
+		unlock(st);
+		if (!usable) {
+			pthread_mutex_lock(&st->ckpt_lock);
+			continue;
+		}
 		/* PASSIVE: copies what no reader still needs, never waits for
 		 * or blocks the writer; the next commit after a complete one
 		 * starts the WAL over. */
@@ -561,6 +694,7 @@ struct store *store_open(const char *path, char **err)
 		return NULL;
 	}
 	st->owner_fd = fd;
+	st->shm_fd = -1;
 	st->path = strdup(path);
 	if (!st->path) {
 		oom(err);
@@ -595,6 +729,17 @@ struct store *store_open(const char *path, char **err)
 			      "PRAGMA journal_size_limit=" WAL_SIZE_LIMIT ";", err);
 	if (rc == 0)
 		rc = migrate(st, path, err);
+	if (rc == 0) {
+		/* SQLite made the -shm file at its first read in WAL mode. */
+		char *shm = NULL;
+		if (asprintf(&shm, "%s-shm", path) < 0) {
+			rc = oom(err);
+		} else {
+			st->shm_fd = open(shm, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+			free(shm);
+			rc = shm_check(st, err);
+		}
+	}
 	if (rc == 0)
 		rc = checkpointer_start(st, err);
 	if (rc != 0)
@@ -616,11 +761,18 @@ void store_close(struct store *st)
 	sqlite3_close_v2(st->ckpt_db);
 	if (st->owner_fd >= 0)
 		close(st->owner_fd);
+	if (st->shm_fd >= 0)
+		close(st->shm_fd); /* SQLite has let go of it */
 	pthread_mutex_destroy(&st->lock);
 	pthread_mutex_destroy(&st->ckpt_lock);
 	pthread_cond_destroy(&st->ckpt_cond);
 	free(st->path);
 	free(st);
+}
+
+int store_file_stat(struct store *st, struct stat *out)
+{
+	return fstat(st->owner_fd, out) < 0 ? -errno : 0;
 }
 
 /* ---- runs --------------------------------------------------------------- */
@@ -1323,6 +1475,7 @@ int store_run_delete(struct store *st, const char *id, char **err)
 		"DELETE FROM messages WHERE run_id = ?1",
 		"DELETE FROM events WHERE run_id = ?1",
 		"DELETE FROM chats WHERE run_id = ?1",
+		"DELETE FROM step_starts WHERE run_id = ?1",
 		"DELETE FROM runs WHERE id = ?1",
 	};
 	if (empty(id))
@@ -1422,6 +1575,8 @@ int store_messages(struct store *st, const char *run_id, const char *chat_id,
 		if (!m) {
 			set_err(err, "state database: run '%s': a message is not JSON: %s",
 				run_id, je.text);
+			log_damage("state database: run '%s': a message is not JSON (%s): the "
+				   "file that shows it reads as EIO", run_id, je.text);
 			rc = -EIO;
 		} else if (json_array_append_new(arr, m) < 0) {
 			rc = oom(err);
@@ -1434,33 +1589,6 @@ int store_messages(struct store *st, const char *run_id, const char *chat_id,
 	}
 	*out = arr;
 	return 0;
-}
-
-int store_message_count(struct store *st, const char *run_id, const char *chat_id,
-			int64_t *n, char **err)
-{
-	*n = 0;
-	if (empty(run_id))
-		return no_run("", err);
-	lock(st);
-	int rc = exists_locked(st, run_id, err);
-	sqlite3_stmt *s;
-	if (rc == 0)
-		rc = prepare(st,
-			"SELECT count(*) FROM messages WHERE run_id = ?1 AND "
-			"chat_id = ?2", &s, err);
-	if (rc == 0) {
-		sqlite3_bind_text(s, 1, run_id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(s, 2, chat_id ? chat_id : "", -1,
-				  SQLITE_STATIC);
-		if (sqlite3_step(s) == SQLITE_ROW)
-			*n = sqlite3_column_int64(s, 0);
-		else
-			rc = db_fail(st, err, "counting messages");
-		release(st, s);
-	}
-	unlock(st);
-	return rc;
 }
 
 size_t store_message_bytes(const json_t *msg)
@@ -1724,6 +1852,69 @@ int store_event_append(struct store *st, const char *run_id, const char *type,
 	rc = finish(st, rc, err);
 	unlock(st);
 	free(text);
+	return rc;
+}
+
+/* ---- started steps -------------------------------------------------- */
+
+int store_step_start(struct store *st, const char *run_id, const char *chat_id,
+		     int64_t msg_seq, int call, const char *what, char **err)
+{
+	if (empty(run_id))
+		return no_run("", err);
+	if (empty(chat_id) || empty(what) || msg_seq < 0 || call < STORE_STEP_MODEL) {
+		set_err(err, "run '%s': a started step needs a chat, a message, a call and a name",
+			run_id);
+		return -EINVAL;
+	}
+	lock(st);
+	int64_t now = now_ns();
+	int rc = begin(st, err);
+	if (rc == 0)
+		rc = touch_locked(st, run_id, now, err);
+	sqlite3_stmt *s = NULL;
+	if (rc == 0)
+		rc = prepare(st, "INSERT OR REPLACE INTO step_starts (run_id, chat_id, msg_seq, "
+				 "call, what, ts) VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &s, err);
+	if (rc == 0) {
+		sqlite3_bind_text(s, 1, run_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 2, chat_id, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 3, msg_seq);
+		sqlite3_bind_int(s, 4, call);
+		sqlite3_bind_text(s, 5, what, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 6, now);
+		rc = step_done(st, s, "recording a started step", err);
+	}
+	rc = finish(st, rc, err);
+	unlock(st);
+	return rc;
+}
+
+int store_step_started(struct store *st, const char *run_id, const char *chat_id,
+		       int64_t msg_seq, int call, bool *started, char **err)
+{
+	*started = false;
+	if (empty(run_id))
+		return no_run("", err);
+	if (empty(chat_id))
+		return 0;
+	lock(st);
+	sqlite3_stmt *s;
+	int rc = prepare(st, "SELECT 1 FROM step_starts WHERE run_id = ?1 AND chat_id = ?2 "
+			     "AND msg_seq = ?3 AND call = ?4", &s, err);
+	if (rc == 0) {
+		sqlite3_bind_text(s, 1, run_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 2, chat_id, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 3, msg_seq);
+		sqlite3_bind_int(s, 4, call);
+		int step = sqlite3_step(s);
+		if (step == SQLITE_ROW)
+			*started = true;
+		else if (step != SQLITE_DONE)
+			rc = db_fail(st, err, "reading the started steps");
+		release(st, s);
+	}
+	unlock(st);
 	return rc;
 }
 

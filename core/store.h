@@ -3,8 +3,9 @@
  *
  * Tables: runs (one row per run), messages (every message of every chat of
  * a run, numbered 1, 2, ... per chat), chats (sub-agents), events (the
- * run's log, numbered 1, 2, ... per run). JSON columns hold jansson-dumped
- * text.
+ * run's log, numbered 1, 2, ... per run), step_starts (the steps committed
+ * as started before they ran: at most once, R7). JSON columns hold
+ * jansson-dumped text.
  *
  * Schema versions live in PRAGMA user_version and are migrated forward in
  * one transaction when the database is opened:
@@ -17,6 +18,8 @@
  *      written before: the daemon's user owns those)
  *   6  runs.workdir: the project directory the run works in (NULL: none,
  *      as for every row written before)
+ *   7  step_starts: the steps (a tool call with side effects, a model
+ *      call) committed as started before they run (none for older runs)
  * A database of a newer version than STORE_SCHEMA_VERSION is refused.
  *
  * Durability: WAL journal with synchronous=NORMAL. Every call returns only
@@ -43,13 +46,15 @@
 #define SKILLFS_STORE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "buf.h"
 #include "runstate.h"
 #include "strlist.h"
 
-#define STORE_SCHEMA_VERSION 6
+#define STORE_SCHEMA_VERSION 7
 
 struct store;
 
@@ -130,6 +135,10 @@ struct store *store_open(const char *path, char **err);
  * after it returned n shows every write counted in n. Never blocks (no
  * lock is taken), so a cache of what was read can be checked cheaply. */
 uint64_t store_writes(struct store *st);
+
+/* The identity (st_dev, st_ino, ...) of the database file the store opened,
+ * whatever its path names now. Returns 0 or a negative errno. */
+int store_file_stat(struct store *st, struct stat *out);
 
 /* Closes the database (checkpointing the WAL). NULL is ignored. No call may
  * be in progress or follow. */
@@ -225,11 +234,6 @@ int store_message_append(struct store *st, const char *run_id,
 int store_messages(struct store *st, const char *run_id, const char *chat_id,
 		   json_t **out, char **err);
 
-/* Sets *n to how many messages the chat has (0 when none), without
- * reading them. */
-int store_message_count(struct store *st, const char *run_id, const char *chat_id,
-			int64_t *n, char **err);
-
 /* What a run has stored so far, for its budgets (runs.budget). */
 struct run_totals {
 	int64_t assistant_messages; /* every chat's: one per model reply kept */
@@ -274,6 +278,27 @@ void chat_rows_free(struct chat_row *rows, size_t n);
  * when seq is not NULL. */
 int store_event_append(struct store *st, const char *run_id, const char *type,
 		       const json_t *data, int64_t *seq, char **err);
+
+/* A started step is a tool call, numbered by its index (0, 1, ...) in the
+ * tool_calls of the chat's message msg_seq that makes it, or the model
+ * call made after the chat's first msg_seq messages (call
+ * STORE_STEP_MODEL). */
+#define STORE_STEP_MODEL (-1)
+
+/* Records that a step of chat chat_id of run run_id has started (what: the
+ * tool's name, or "model"), committed before it returns: the caller runs
+ * the step only after this succeeded (at most once, R7). Recording the
+ * same step again replaces the record. -ENOENT when there is no run;
+ * -EINVAL for an empty chat_id or what, msg_seq < 0 or call <
+ * STORE_STEP_MODEL. The record goes with the run. */
+int store_step_start(struct store *st, const char *run_id, const char *chat_id,
+		     int64_t msg_seq, int call, const char *what, char **err);
+
+/* Sets *started: whether that step of chat chat_id of run run_id was
+ * recorded as started (store_step_start). A step of an unknown run or
+ * chat was not. */
+int store_step_started(struct store *st, const char *run_id, const char *chat_id,
+		       int64_t msg_seq, int call, bool *started, char **err);
 
 /* Appends the run's log to out, one JSON object per line, in order:
  * {"seq": n, "ts": "2025-01-02T03:04:05.678Z", "type": ..., <data>} where

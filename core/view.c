@@ -36,6 +36,8 @@ static const char readme_text[] =
 	"configs/ERROR               present when the config file failed to reload;\n"
 	"                            the last good config stays in force\n"
 	"runs/new                    a fresh unused run id (reading creates nothing)\n"
+	"runs/ERROR                  present when the state database's file was\n"
+	"                            deleted or replaced: new runs are refused\n"
 	"runs/<id>/                  mkdir to create; write prompt to start it:\n"
 	"  prompt config skills      writable until the prompt is closed\n"
 	"  workdir                   a directory under runs.workdir_roots to work on\n"
@@ -301,6 +303,15 @@ static int resolve_runs(struct snapshot *s, struct node *n, const struct comps *
 		n->type = VIEW_DIR;
 		n->perm = runs_dir_perm(rr); /* runs are made and removed here */
 		return 0;
+	}
+	const char *gone;
+	if (p->n == 2 && strcmp(p->c[1], RUNS_ERROR_NAME) == 0 &&
+	    (gone = runs_store_gone(rr))) {
+		/* Shown instead of a run of that name: none can be made now. */
+		struct buf b = { 0 };
+		if (buf_printf(&b, "%s\n", gone) < 0)
+			return -ENOMEM;
+		return set_owned_text(n, &b, n->mtime);
 	}
 	if (p->n == 2 && strcmp(p->c[1], "new") == 0) {
 		/* A fresh id; reading creates nothing. */
@@ -616,6 +627,8 @@ int view_readdir(struct snapshot *s, const char *path, struct view_dirent **ents
 		struct strlist ids = { 0 };
 		rc = runs_list(runs_of(s), &ids);
 		a |= add(&l, "new", VIEW_FILE);
+		if (runs_store_gone(runs_of(s)))
+			a |= add(&l, RUNS_ERROR_NAME, VIEW_FILE);
 		for (size_t i = 0; rc == 0 && i < ids.n && !a; i++)
 			a |= add(&l, ids.items[i], VIEW_DIR);
 		strlist_free(&ids);

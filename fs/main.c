@@ -12,11 +12,12 @@
 #include "engine.h"
 #include "model.h"
 #include "mount.h"
+#include "statecheck.h"
 #include "strlist.h"
 
 static const char usage[] =
 	"usage: skillfs [-c CONFIG] [-s SKILLS_DIR]... [--state DB] [-f] [-d] [-o OPT,...] MOUNTPOINT\n"
-	"       skillfs check [-c CONFIG] [-s SKILLS_DIR]...\n"
+	"       skillfs check [-c CONFIG] [-s SKILLS_DIR]... [--state DB]\n"
 	"       skillfs --help | --version\n"
 	"\n"
 	"  -c, --config FILE    the instance config (YAML); without it every -s\n"
@@ -31,7 +32,10 @@ static const char usage[] =
 	"\n"
 	"Unmount with: fusermount3 -u MOUNTPOINT (or send SIGINT/SIGTERM).\n"
 	"`skillfs check` lints skills and config and prints each configuration's\n"
-	"resolution; it exits 1 when the config or an attached skill is invalid.\n";
+	"resolution; it exits 1 when the config or an attached skill is invalid.\n"
+	"With --state DB it verifies that run database (integrity, schema version,\n"
+	"the runs a mount would take up again) without changing it; it exits 1\n"
+	"when the database is damaged or cannot be used.\n";
 
 struct cli {
 	const char *config;
@@ -116,7 +120,7 @@ static int parse(int argc, char **argv, struct cli *cli)
 		}
 		cli->mountpoint = argv[optind];
 	}
-	if (!cli->config && cli->dirs.n == 0) {
+	if (!cli->config && cli->dirs.n == 0 && !(cli->check && cli->state)) {
 		fprintf(stderr, "skillfs: give a config file (-c) or a skills directory (-s)\n");
 		return -1;
 	}
@@ -142,6 +146,21 @@ static char *absolute(const char *path, bool must_exist, const char *what)
 	return r;
 }
 
+/* skillfs check --state DB: 0 when the database can be used, 1 when not. */
+static int run_state_check(const char *path)
+{
+	struct buf out = { 0 };
+	int errors = statecheck_report(path, &out);
+	if (out.data)
+		fwrite(out.data, 1, out.len, stdout);
+	buf_free(&out);
+	if (errors < 0) {
+		fprintf(stderr, "skillfs check: out of memory\n");
+		return 2;
+	}
+	return errors ? 1 : 0;
+}
+
 static int run_check(struct engine *e)
 {
 	struct snapshot *s = engine_snapshot(e);
@@ -165,6 +184,12 @@ int main(int argc, char **argv)
 		strlist_free(&cli.dirs);
 		buf_free(&cli.fuse_opts);
 		return 2;
+	}
+	if (cli.check && cli.state && !cli.config && cli.dirs.n == 0) {
+		int status = run_state_check(cli.state);
+		strlist_free(&cli.dirs);
+		buf_free(&cli.fuse_opts);
+		return status;
 	}
 	struct engine_options eo = {
 		.config_path = cli.config,
@@ -192,6 +217,10 @@ int main(int argc, char **argv)
 	char *mountpoint = NULL, *state = NULL;
 	if (cli.check) {
 		status = run_check(e);
+		if (cli.state) {
+			int st = run_state_check(cli.state);
+			status = st > status ? st : status;
+		}
 	} else if (!(mountpoint = absolute(cli.mountpoint, true, "mount point")) ||
 		   (cli.state && !(state = absolute(cli.state, false, "state database")))) {
 		status = 1;

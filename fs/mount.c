@@ -21,8 +21,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "mountinfo.h"
 #include "nodes.h"
 #include "runs.h"
+#include "statelock.h"
 #include "view.h"
 
 /* Cache lifetimes (DESIGN.md D7): files of skills and configurations only
@@ -86,9 +88,13 @@ struct mount {
 	struct fuse_session *se;
 	struct nodes nodes;
 	const char *mountpoint;
+	char *mountpoint_real; /* resolved before mounting: how mountinfo names it */
+	long mount_id;         /* ours in /proc/self/mountinfo; 0: unknown */
 	uid_t uid;
 	gid_t gid;
 	volatile int stopping;
+	pthread_t loop_thread; /* the one in fuse_session_loop */
+	int loop_done;         /* atomic: the loop has returned */
 
 	pthread_mutex_t wait_lock; /* guards waits, polls, next_key */
 	struct wait_req *waits;
@@ -1265,6 +1271,9 @@ static void on_change(void *ctx, const struct snapshot *old, const struct snapsh
 
 /* ---- signals and the loop ---- */
 
+/* How long the workers get to end their step at a stop. */
+#define STOP_WORKERS_MS 1500
+
 /* Sends the session one request of our own, so a worker blocked in read()
  * sees the exit flag (libfuse 3.14 does not wake the loop). Detached: if
  * the loop has already ended, the request fails when the connection goes. */
@@ -1276,6 +1285,55 @@ static void *wake_main(void *arg)
 	return NULL;
 }
 
+/* Begins the stop (D10): every pending wait is answered with EINTR now,
+ * while the mount still serves (a wait read later gets EINTR at once), the
+ * workers are told to stop (a model or tool call in flight is killed, and
+ * its run stays resumable), and the loop is told to end. */
+static void begin_stop(struct mount *m)
+{
+	m->stopping = 1;
+	runs_stop(m->runs);
+	fuse_session_exit(m->se);
+	char *wake = NULL;
+	pthread_t t;
+	pthread_attr_t attr;
+	if (asprintf(&wake, "%s/.skillfs-stop", m->mountpoint) < 0)
+		return;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &attr, wake_main, wake) != 0)
+		free(wake);
+	pthread_attr_destroy(&attr);
+}
+
+/* How often the signal thread looks whether the mount went away. */
+#define UNMOUNT_CHECK_MS 200
+/* How long the loop gets to end after a stop before its read() of the
+ * device is interrupted (SIGUSR2): after a lazy unmount no request of
+ * ours reaches it, and one that a process still using the mount sends
+ * may never come. */
+#define LOOP_KICK_MS 500
+
+static void on_kick(int sig)
+{
+	(void)sig; /* only interrupts the loop's read() (no SA_RESTART) */
+}
+
+/* After begin_stop: waits for the loop to end, interrupting its read()
+ * when it does not within LOOP_KICK_MS, until it ends (SIGUSR1 from
+ * mount_run, which the loop's end leads to). */
+static void kick_loop(struct mount *m, sigset_t *set)
+{
+	for (;;) {
+		struct timespec t = { LOOP_KICK_MS / 1000, (LOOP_KICK_MS % 1000) * 1000000L };
+		int sig = sigtimedwait(set, NULL, &t);
+		if (sig == SIGUSR1)
+			return;
+		if (sig < 0 && !__atomic_load_n(&m->loop_done, __ATOMIC_ACQUIRE))
+			pthread_kill(m->loop_thread, SIGUSR2);
+	}
+}
+
 static void *signal_main(void *arg)
 {
 	struct mount *m = arg;
@@ -1285,25 +1343,25 @@ static void *signal_main(void *arg)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGUSR1);
-	int sig = 0;
-	sigwait(&set, &sig);
-	if (sig == SIGUSR1)
-		return NULL; /* the loop ended on its own (unmounted) */
-	m->stopping = 1;
-	/* D10: every pending wait gets EINTR now, before the loop ends. */
-	runs_stop(m->runs);
-	fuse_session_exit(m->se);
-	char *wake = NULL;
-	pthread_t t;
-	pthread_attr_t attr;
-	if (asprintf(&wake, "%s/.skillfs-stop", m->mountpoint) < 0)
-		return NULL;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&t, &attr, wake_main, wake) != 0)
-		free(wake);
-	pthread_attr_destroy(&attr);
-	return NULL;
+	for (;;) {
+		struct timespec tick = { 0, UNMOUNT_CHECK_MS * 1000000L };
+		int sig = sigtimedwait(&set, NULL, m->mount_id > 0 ? &tick : NULL);
+		if (sig == SIGUSR1)
+			return NULL; /* the loop ended on its own (unmounted) */
+		if (sig > 0) {
+			begin_stop(m);
+			kick_loop(m, &set);
+			return NULL;
+		}
+		/* A lazy unmount with files still open (readers blocked in
+		 * wait) ends no loop by itself: it is seen here. */
+		if (m->mount_id > 0 && !mountinfo_has(m->mount_id)) {
+			fprintf(stderr, "skillfs: %s was unmounted: stopping\n", m->mountpoint);
+			begin_stop(m);
+			kick_loop(m, &set);
+			return NULL;
+		}
+	}
 }
 
 /* Whether the mount options opts (comma separated, or NULL) hold option
@@ -1371,26 +1429,37 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 		return 1;
 	}
 	int status = 1;
-	/* The run database must open before we detach (errors are still seen),
-	 * but it is used only after the fork: SQLite connections do not cross
-	 * fork(), and neither do threads. */
+	/* One daemon per state database: its lock is taken before anything
+	 * else and kept until we exit (the descriptor crosses the fork of
+	 * daemonising). Then the database must open and migrate before we
+	 * detach (errors are still seen), but nothing runs yet: SQLite
+	 * connections do not cross fork(), and neither do threads. The run
+	 * manager opens it for use, loads the runs and starts the workers
+	 * only once the mount is up. */
 	char *err = NULL;
-	if (runs_attach(e, opt->state_path, &err) < 0) {
+	int state_lock = runs_lock_state(e, opt->state_path, &err);
+	if (state_lock < 0 || runs_check_store(e, opt->state_path, &err) < 0) {
 		fprintf(stderr, "skillfs: %s\n", err ? err : "cannot open the run database");
 		free(err);
+		statelock_release(state_lock);
 		fuse_opt_free_args(&args);
 		nodes_destroy(&m.nodes);
 		return 1;
 	}
-	runs_detach(e);
 	m.se = fuse_session_new(&args, &ops, sizeof ops, &m);
 	fuse_opt_free_args(&args);
 	if (!m.se)
 		goto out_nodes;
+	/* Resolved now: once mounted, a lookup of the mount point would wait
+	 * for the loop. */
+	m.mountpoint_real = realpath(opt->mountpoint, NULL);
 	if (fuse_session_mount(m.se, opt->mountpoint) != 0)
 		goto out_session;
+	if (m.mountpoint_real)
+		m.mount_id = mountinfo_fuse_at(m.mountpoint_real);
 	if (fuse_daemonize(opt->foreground) != 0)
 		goto out_unmount;
+	statelock_note_owner(state_lock);
 
 	/* Threads start only now: daemonising forks. Signals go to one thread. */
 	sigset_t set, old;
@@ -1399,8 +1468,15 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGUSR1);
+	/* SIGUSR2 interrupts the loop's read() (kick_loop): blocked in every
+	 * other thread, which inherit this mask. */
+	sigaddset(&set, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
 	signal(SIGPIPE, SIG_IGN);
+	struct sigaction kick = { .sa_handler = on_kick }; /* no SA_RESTART */
+	sigemptyset(&kick.sa_mask);
+	sigaction(SIGUSR2, &kick, NULL);
+	m.loop_thread = pthread_self();
 	pthread_t sig_thread;
 	if (pthread_create(&sig_thread, NULL, signal_main, &m) != 0) {
 		fprintf(stderr, "skillfs: cannot start the signal thread\n");
@@ -1434,7 +1510,13 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 	 * locked by another process, a large run file read from the store, a
 	 * skill's file read from a slow disk) holds one thread, not the
 	 * mount. A wait read holds none (it is answered later). Threads are
-	 * kept once made, so a walk finds one warm. */
+	 * kept once made, so a walk finds one warm. libfuse's threads block
+	 * every signal: SIGUSR2 (kick_loop) reaches this thread, whose wait
+	 * for the loop's end it interrupts, and the loop then ends its
+	 * threads. */
+	sigset_t kickset;
+	sigemptyset(&kickset);
+	sigaddset(&kickset, SIGUSR2);
 	struct fuse_loop_config *loop = fuse_loop_cfg_create();
 	if (!loop) {
 		fprintf(stderr, "skillfs: out of memory\n");
@@ -1443,13 +1525,26 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 		fuse_loop_cfg_set_max_threads(loop, MOUNT_THREADS_MAX);
 		fuse_loop_cfg_set_idle_threads(loop, MOUNT_THREADS_MAX);
 		fuse_loop_cfg_set_clone_fd(loop, 0);
+		pthread_sigmask(SIG_UNBLOCK, &kickset, NULL);
 		status = fuse_session_loop_mt(m.se, loop) == 0 ? 0 : 1;
+		pthread_sigmask(SIG_BLOCK, &kickset, NULL);
 		fuse_loop_cfg_destroy(loop);
 	}
+	__atomic_store_n(&m.loop_done, 1, __ATOMIC_RELEASE);
 	m.stopping = 1;
 	engine_unwatch(e);
-	/* Workers finish their current step; runs stay resumable. */
-	runs_detach(e);
+	/* Workers end their current step, a model or tool call in flight
+	 * being killed; runs stay resumable. One that does not end in time
+	 * (D10: the daemon exits within 2 s) is left behind: the process
+	 * exits under it, which SQLite takes as a crash (nothing committed
+	 * is lost), without freeing what it still uses. */
+	if (!runs_detach_within(e, STOP_WORKERS_MS)) {
+		fprintf(stderr, "skillfs: a run worker did not stop within %d ms: exiting "
+			"without it (its run resumes at the next mount)\n", STOP_WORKERS_MS);
+		fuse_session_unmount(m.se);
+		fflush(NULL);
+		_exit(status);
+	}
 	notes_stop(&m);
 	wake_pollers(&m, NULL);
 	pthread_kill(sig_thread, SIGUSR1);
@@ -1467,5 +1562,7 @@ out_session:
 	fuse_session_destroy(m.se);
 out_nodes:
 	nodes_destroy(&m.nodes);
+	free(m.mountpoint_real);
+	statelock_release(state_lock);
 	return status;
 }

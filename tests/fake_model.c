@@ -12,7 +12,8 @@
  * (the longest prefix of metadata.chat_id wins; "*" matches any chat).
  * A turn past the end of its array exits 2. Each entry is an object; in
  * this order:
- *   "sleep_ms": N        sleep first
+ *   "touch": "path"      create that file first (the request was read)
+ *   "sleep_ms": N        sleep
  *   "stderr": "text"     write text to stderr
  *   "exit": N            exit with status N (after stderr)
  *   "raw": "text"        print text as is
@@ -99,6 +100,12 @@ static int default_reply(json_t *req, const char *content_override)
 
 static int run_entry(json_t *e, json_t *req)
 {
+	const char *touch = json_string_value(json_object_get(e, "touch"));
+	if (touch) {
+		FILE *f = fopen(touch, "a");
+		if (!f || fclose(f) != 0)
+			return die("cannot create", touch);
+	}
 	json_int_t ms = json_integer_value(json_object_get(e, "sleep_ms"));
 	if (ms > 0) {
 		struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };

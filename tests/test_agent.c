@@ -27,6 +27,8 @@
 #include "sandbox.h"
 #include "store.h"
 
+#include <sqlite3.h>
+
 /* This machine's sandbox, probed once: bash calls run in it. */
 static struct sandbox box;
 
@@ -43,6 +45,28 @@ struct script {
 	bool *cancel;
 	bool *stop;
 };
+
+/* "lock": true in an entry: another connection holds the database's
+ * write lock (taken before the reply, so the reply's commit waits for it)
+ * until unlock_elsewhere(). */
+static const char *locked_db;
+static sqlite3 *locker;
+
+static void lock_elsewhere(void)
+{
+	assert_non_null(locked_db);
+	assert_int_equal(sqlite3_open(locked_db, &locker), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(locker, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+}
+
+static void unlock_elsewhere(void)
+{
+	if (!locker)
+		return;
+	sqlite3_exec(locker, "ROLLBACK", NULL, NULL, NULL);
+	sqlite3_close(locker);
+	locker = NULL;
+}
 
 static int fake_complete(void *ctx, const struct model_request *req,
 			 struct model_reply *out, char **err)
@@ -70,6 +94,8 @@ static int fake_complete(void *ctx, const struct model_request *req,
 		*s->cancel = true;
 	if (json_is_true(json_object_get(e, "stop")))
 		*s->stop = true;
+	if (json_is_true(json_object_get(e, "lock")))
+		lock_elsewhere();
 	const char *fail = json_string_value(json_object_get(e, "error"));
 	if (fail) {
 		*err = strdup(fail);
@@ -381,6 +407,9 @@ static char *slurp(struct fx *f, const char *name)
 }
 
 /* ---- tests --------------------------------------------------------------- */
+
+static void prepopulate(struct fx *f, const char *id, const char *chat, json_t **msgs,
+			size_t n);
 
 static void test_R5_offered_tool_write_then_read(void **state)
 {
@@ -959,6 +988,107 @@ static void test_sec6_resume_after_crash_no_duplicates(void **state)
 			       "sys"), 1);
 	json_decref(m);
 	assert_int_equal(json_array_size(json_object_get(request(f, 0), "messages")), 5);
+}
+
+/* R7, at most once: a bash call whose start was committed but whose result
+ * never was (the daemon died while it ran) is not run again: the model
+ * gets a result saying it was interrupted and may have partly run, the
+ * log and the transcript say so, and the run goes on (the next call,
+ * never started, runs). */
+static void test_R7_interrupted_side_effect_call_is_not_run_again(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	start_run(f, "ri", "two commands");
+	json_t *pre[] = {
+		json_pack("{s:s, s:s}", "role", "system", "content", "sys"),
+		json_pack("{s:s, s:s}", "role", "user", "content", "two commands"),
+		json_pack("{s:s, s:n, s:[{s:s, s:s, s:{s:s, s:s}}, {s:s, s:s, s:{s:s, s:s}}]}",
+			  "role", "assistant", "content", "tool_calls",
+			  "id", "a", "type", "function", "function", "name", "bash",
+			  "arguments", "{\"command\": \"echo one >> log.txt\"}",
+			  "id", "b", "type", "function", "function", "name", "bash",
+			  "arguments", "{\"command\": \"echo two >> log.txt\"}"),
+	};
+	prepopulate(f, "ri", AGENT_MAIN_CHAT, pre, 3);
+	char *err = NULL;
+	assert_int_equal(store_step_start(f->st, "ri", AGENT_MAIN_CHAT, 3, 0, "bash", &err), 0);
+	script(f, say("finished"));
+	assert_int_equal(agent_run(&f->env, "ri"), AGENT_COMPLETED);
+	char *log = slurp(f, "log.txt");
+	assert_non_null(log);
+	assert_string_equal(log, "two\n"); /* a is not run again, b runs */
+	free(log);
+	json_t *m = messages(f, "ri", AGENT_MAIN_CHAT);
+	assert_int_equal(json_array_size(m), 6);
+	assert_string_equal(msg_field(m, 3, "tool_call_id"), "a");
+	const char *res = msg_field(m, 3, "content");
+	assert_non_null(strstr(res, "interrupted"));
+	assert_non_null(strstr(res, "may have partly run"));
+	assert_string_equal(msg_field(m, 4, "tool_call_id"), "b");
+	assert_null(strstr(msg_field(m, 4, "content"), "interrupted"));
+	json_decref(m);
+	assert_int_equal(count_events(f, "ri", "tool_interrupted"), 1);
+	/* what the model saw */
+	json_t *seen = json_object_get(request(f, 0), "messages");
+	assert_non_null(strstr(msg_field(seen, 3, "content"), "may have partly run"));
+	struct buf b = {0};
+	assert_int_equal(agent_transcript(f->st, "ri", &b), 0);
+	assert_non_null(strstr(b.data, "bash: error: this bash call was interrupted"));
+	buf_free(&b);
+	/* b's start was recorded before it ran */
+	bool started = false;
+	assert_int_equal(store_step_started(f->st, "ri", AGENT_MAIN_CHAT, 3, 1, &started, &err),
+			 0);
+	assert_true(started);
+}
+
+/* Read-only calls have no start record: one interrupted is run again. A
+ * model call interrupted is asked again, and the log and the transcript
+ * say so; a run that was never interrupted says nothing of the kind. */
+static void test_R7_read_only_calls_and_model_calls_are_repeated(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	script(f, call("c1", "read", "{\"path\": \"notes.txt\"}"));
+	script(f, say("done"));
+	char p[PATH_MAX * 2];
+	snprintf(p, sizeof p, "%s/notes.txt", f->ws);
+	write_file(p, "hello\n");
+	start_run(f, "rr", "go");
+	assert_int_equal(agent_run(&f->env, "rr"), AGENT_COMPLETED);
+	bool started = true;
+	char *err = NULL;
+	assert_int_equal(store_step_started(f->st, "rr", AGENT_MAIN_CHAT, 3, 0, &started, &err),
+			 0);
+	assert_false(started); /* read: no record */
+	assert_int_equal(count_events(f, "rr", "model_call_repeated"), 0);
+	struct buf b = {0};
+	assert_int_equal(agent_transcript(f->st, "rr", &b), 0);
+	assert_null(strstr(b.data, "asked again"));
+	buf_free(&b);
+
+	/* A run that died during its first model call. */
+	start_run(f, "rm", "again");
+	json_t *pre[] = {
+		json_pack("{s:s, s:s}", "role", "system", "content", "sys"),
+		json_pack("{s:s, s:s}", "role", "user", "content", "again"),
+	};
+	prepopulate(f, "rm", AGENT_MAIN_CHAT, pre, 2);
+	assert_int_equal(store_step_start(f->st, "rm", AGENT_MAIN_CHAT, 2, STORE_STEP_MODEL,
+					  "model", &err), 0);
+	script(f, say("answered"));
+	assert_int_equal(agent_run(&f->env, "rm"), AGENT_COMPLETED);
+	assert_int_equal(count_events(f, "rm", "model_call_repeated"), 1);
+	char *ev = events(f, "rm");
+	assert_non_null(strstr(ev, "\"after_messages\":2"));
+	free(ev);
+	assert_int_equal(agent_transcript(f->st, "rm", &b), 0);
+	const char *note = strstr(b.data, "[model call interrupted (skillfs stopped or crashed): "
+				  "asked again]");
+	assert_non_null(note);
+	assert_non_null(strstr(note, "assistant: answered")); /* before the answer */
+	buf_free(&b);
 }
 
 static void test_sec6_resume_with_final_answer_committed(void **state)
@@ -1965,11 +2095,86 @@ static void test_D3_patterned_terminal_checks_words(void **state)
 	assert_int_equal(count_events(f, "r3t", "tool_denied"), 3);
 }
 
+/* env.store_wait as the run manager's, for a test: records each call
+ * ("rc/attempt"), lets the other connection go at the first failure, and
+ * says to try again unless the run is stopping. */
+struct waits {
+	struct buf calls;
+	bool *stop;
+};
+
+static bool fx_store_wait(void *arg, const char *run_id, int rc, const char *err,
+			  unsigned attempt)
+{
+	struct waits *w = arg;
+	assert_non_null(run_id);
+	if (rc)
+		assert_non_null(err);
+	buf_printf(&w->calls, "%d/%u ", rc, attempt);
+	unlock_elsewhere();
+	return rc == 0 ? false : !*w->stop;
+}
+
+/* Issue 14: a commit the store cannot take now (the database locked by
+ * another connection past the busy timeout) is not the end of the run:
+ * the agent asks env.store_wait, tries the same commit again, and the run
+ * completes with its answer committed once. */
+static void test_a_commit_the_store_cannot_take_is_tried_again(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	struct waits w = { .stop = &f->stop };
+	f->env.store_wait = fx_store_wait;
+	f->env.store_wait_arg = &w;
+	locked_db = f->db;
+	json_t *e = say("the answer");
+	json_object_set_new(e, "lock", json_true());
+	script(f, e);
+	start_run(f, "busy1", "hi");
+	assert_int_equal(agent_run(&f->env, "busy1"), AGENT_COMPLETED);
+	assert_string_equal(w.calls.data, "-11/0 0/1 ");
+	struct run_row row = get_row(f, "busy1");
+	assert_string_equal(row.result, "the answer");
+	run_row_free(&row);
+	json_t *msgs = messages(f, "busy1", AGENT_MAIN_CHAT);
+	size_t answers = 0;
+	for (size_t i = 0; i < json_array_size(msgs); i++)
+		answers += strcmp(msg_field(msgs, i, "role"), "assistant") == 0;
+	assert_int_equal(answers, 1);
+	json_decref(msgs);
+	buf_free(&w.calls);
+}
+
+/* ... and when the daemon stops meanwhile, the run is left as it was
+ * (running, to resume), not failed. */
+static void test_a_commit_given_up_at_a_stop_leaves_the_run_running(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	struct waits w = { .stop = &f->stop };
+	f->env.store_wait = fx_store_wait;
+	f->env.store_wait_arg = &w;
+	locked_db = f->db;
+	json_t *e = say("the answer");
+	json_object_set_new(e, "lock", json_true());
+	json_object_set_new(e, "stop", json_true());
+	script(f, e);
+	start_run(f, "busy2", "hi");
+	assert_int_equal(agent_run(&f->env, "busy2"), AGENT_STOPPED);
+	struct run_row row = get_row(f, "busy2");
+	assert_int_equal(row.state, RUNSTATE_RUNNING);
+	assert_null(row.error);
+	run_row_free(&row);
+	buf_free(&w.calls);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 		T(test_R5_offered_tool_write_then_read),
+		T(test_a_commit_the_store_cannot_take_is_tried_again),
+		T(test_a_commit_given_up_at_a_stop_leaves_the_run_running),
 		T(test_R5_tool_not_offered_is_denied_and_logged),
 		T(test_D3_webfetch_domain_grant_checks_the_url),
 		T(test_D3_patterned_bash_grant_enforced_at_execution),
@@ -1988,6 +2193,8 @@ int main(void)
 		T(test_sec6_ask_user_waits_for_input),
 		T(test_sec6_resume_after_crash_no_duplicates),
 		T(test_sec6_resume_with_final_answer_committed),
+		T(test_R7_interrupted_side_effect_call_is_not_run_again),
+		T(test_R7_read_only_calls_and_model_calls_are_repeated),
 		T(test_R12_crashed_subagent_resumes_in_its_chat),
 		T(test_R12_finished_subagent_result_reused_after_crash),
 		T(test_sec6_subagent_approval_and_question_pause_the_run),

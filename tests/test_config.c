@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -293,18 +294,29 @@ static void test_S9_absent_keys_take_defaults(void **state)
 	config_free(c);
 }
 
-static void test_S9_empty_file_has_no_configurations(void **state)
+/* A file with no settings is refused, so an editor's half-written or
+ * emptied file cannot silently drop every configuration; "{}" is the way
+ * to ask for every default. */
+static void test_S9_empty_file_is_refused(void **state)
 {
 	(void)state;
-	const char *texts[] = {"", "# only a comment\n", "---\n", "~\n"};
+	const char *texts[] = {"", "# only a comment\n", "\n  \n# a\n  # b\n",
+			       "---\n", "~\n", "--- # c\n...\n"};
 	for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
-		struct config *c = parse_ok(texts[i]);
-		assert_int_equal(c->nconfigs, 0);
-		assert_int_equal(c->max_bytes, 24000);
-		assert_builtin_tools(&c->registered_tools);
-		config_free(c);
+		char *err = parse_err(texts[i]);
+		assert_prefix(err, "config.yaml: the file holds no settings");
+		assert_contains(err, "write {}");
+		free(err);
 	}
-	struct config *c = parse_ok("tools:\n  approval: [bash]\n");
+	struct config *c = parse_ok("{}\n");
+	assert_int_equal(c->nconfigs, 0);
+	assert_int_equal(c->max_bytes, 24000);
+	assert_builtin_tools(&c->registered_tools);
+	config_free(c);
+	c = parse_ok("# settings\n{}  # every default\n");
+	assert_int_equal(c->nconfigs, 0);
+	config_free(c);
+	c = parse_ok("tools:\n  approval: [bash]\n");
 	assert_int_equal(c->nconfigs, 0);
 	config_free(c);
 }
@@ -445,6 +457,140 @@ static void test_S9_load_reports_errors_with_file_name(void **state)
 	snprintf(want, sizeof want, "%s:2: runs.workers: ", p);
 	assert_prefix(err, want);
 	free(err);
+}
+
+static void test_S9_load_refuses_empty_file(void **state)
+{
+	struct tmp *t = *state;
+	write_file(t->dir, "empty.yaml", "# nothing yet\n");
+	char p[512];
+	snprintf(p, sizeof p, "%s/empty.yaml", t->dir);
+	struct config *c = (struct config *)1;
+	char *err = NULL;
+	assert_int_equal(config_load(p, &c, &err), -1);
+	assert_null(c);
+	assert_prefix(err, p);
+	assert_contains(err, "holds no settings");
+	free(err);
+}
+
+/* ---- bounded input ----------------------------------------------------- */
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* n copies of unit, then tail. */
+static char *repeat(const char *unit, size_t n, const char *tail)
+{
+	size_t u = strlen(unit), t = strlen(tail);
+	char *s = malloc(u * n + t + 1);
+	assert_non_null(s);
+	for (size_t i = 0; i < n; i++)
+		memcpy(s + i * u, unit, u);
+	memcpy(s + u * n, tail, t + 1);
+	return s;
+}
+
+/* 100,000 nested '[' (and '{', and block sequences "- - - ...") are
+ * refused with the bound named, in well under 100 ms: the best of three
+ * tries, so a stall of a loaded machine is not taken for the parser's cost
+ * (the document loader took seconds, growing with the square of the
+ * depth). */
+static void test_nesting_is_refused_fast(void **state)
+{
+	(void)state;
+	const char *units[] = {"[", "{", "- ", "a: [", "{b: "};
+	for (size_t u = 0; u < sizeof units / sizeof *units; u++) {
+		char *text = repeat(units[u], 100000, "x\n");
+		double best = 1e9;
+		for (int i = 0; i < 3; i++) {
+			struct config *c = (struct config *)1;
+			char *err = NULL;
+			double t0 = now_ms();
+			int rc = config_parse(text, strlen(text), "config.yaml", "/base",
+					      &c, &err);
+			double dt = now_ms() - t0;
+			best = dt < best ? dt : best;
+			assert_int_equal(rc, -1);
+			assert_null(c);
+			assert_prefix(err, "config.yaml:1: nested deeper than 64 levels");
+			assert_contains(err, "refusing the config file");
+			free(err);
+		}
+		if (best >= 100)
+			fail_msg("'%s' x 100000 took %.1f ms (best of 3)", units[u], best);
+		free(text);
+	}
+}
+
+static void test_nesting_within_the_bound_is_read(void **state)
+{
+	(void)state;
+	/* The top mapping and 63 sequences: 64 levels, read (an unknown key
+	 * is a warning); one more is refused. */
+	char *text = repeat("[", 63, "");
+	struct buf b = {0};
+	assert_int_equal(buf_printf(&b, "extra: %s1", text), 0);
+	for (int i = 0; i < 63; i++)
+		assert_int_equal(buf_puts(&b, "]"), 0);
+	assert_int_equal(buf_puts(&b, "\n"), 0);
+	struct config *c = parse_ok(b.data);
+	assert_true(has_warning(c, "extra"));
+	config_free(c);
+	buf_free(&b);
+	assert_int_equal(buf_printf(&b, "extra: [%s1", text), 0);
+	for (int i = 0; i < 64; i++)
+		assert_int_equal(buf_puts(&b, "]"), 0);
+	char *err = parse_err(b.data);
+	assert_contains(err, "nested deeper than 64 levels");
+	free(err);
+	buf_free(&b);
+	free(text);
+}
+
+/* Aliases that repeat each other ("billion laughs") are refused before
+ * anything walks the document. */
+static void test_alias_bomb_is_refused(void **state)
+{
+	(void)state;
+	struct buf b = {0};
+	assert_int_equal(buf_puts(&b, "a0: &a0 [\"lol lol lol lol lol\"]\n"), 0);
+	for (int i = 1; i < 20; i++)
+		assert_int_equal(buf_printf(&b, "a%d: &a%d [*a%d, *a%d, *a%d, *a%d, "
+					    "*a%d, *a%d, *a%d, *a%d]\n", i, i, i - 1,
+					    i - 1, i - 1, i - 1, i - 1, i - 1, i - 1,
+					    i - 1), 0);
+	assert_int_equal(buf_puts(&b, "skills: {disabled: *a19}\n"), 0);
+	double t0 = now_ms();
+	char *err = parse_err(b.data);
+	double dt = now_ms() - t0;
+	assert_prefix(err, "config.yaml:");
+	if (!strstr(err, "aliases repeat") && !strstr(err, "values (counting"))
+		fail_msg("unexpected message: %s", err);
+	assert_true(dt < 5000); /* refused, not expanded */
+	free(err);
+	buf_free(&b);
+}
+
+static void test_text_over_the_size_cap_is_refused(void **state)
+{
+	(void)state;
+	size_t n = 4 * 1024 * 1024 + 1;
+	char *text = malloc(n + 1);
+	assert_non_null(text);
+	memset(text, '#', n);
+	text[n] = '\0';
+	struct config *c = (struct config *)1;
+	char *err = NULL;
+	assert_int_equal(config_parse(text, n, "config.yaml", "/base", &c, &err), -1);
+	assert_null(c);
+	assert_prefix(err, "config.yaml: 4194305 bytes, over the limit of 4194304");
+	free(err);
+	free(text);
 }
 
 /* ---- errors name file, line and key ------------------------------------ */
@@ -1101,7 +1247,13 @@ int main(void)
 		cmocka_unit_test(test_S9_full_example_reads_every_key),
 		cmocka_unit_test(test_S9_absent_keys_take_defaults),
 		cmocka_unit_test(test_runs_workdir_roots),
-		cmocka_unit_test(test_S9_empty_file_has_no_configurations),
+		cmocka_unit_test(test_S9_empty_file_is_refused),
+		cmocka_unit_test_setup_teardown(test_S9_load_refuses_empty_file,
+						setup_tmp, teardown_tmp),
+		cmocka_unit_test(test_nesting_is_refused_fast),
+		cmocka_unit_test(test_nesting_within_the_bound_is_read),
+		cmocka_unit_test(test_alias_bomb_is_refused),
+		cmocka_unit_test(test_text_over_the_size_cap_is_refused),
 		cmocka_unit_test(test_S9_registered_empty_list_registers_nothing),
 		cmocka_unit_test(test_S9_model_command_string_splits_on_whitespace),
 		cmocka_unit_test(test_S9_openai_provider_reads_url),

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <sqlite3.h>
 
 #include "engine.h"
 #include "filecache.h"
@@ -183,6 +184,10 @@ static void test_sec6_overlong_id_names_no_run(void **state)
 	/* mkdir: within NAME_MAX, so EINVAL (not ENAMETOOLONG). */
 	assert_int_equal(runs_create(r, id65, getuid(), getgid()), -EINVAL);
 	assert_int_equal(runs_create(r, "bad:id", getuid(), getgid()), -EINVAL);
+	/* The names of runs/' own files are no run's: a run "ERROR" would be
+	 * hidden by runs/ERROR once the database is gone. */
+	assert_int_equal(runs_create(r, "ERROR", getuid(), getgid()), -EINVAL);
+	assert_int_equal(runs_create(r, "new", getuid(), getgid()), -EINVAL);
 	assert_true(runs_exists(r, id64));
 	assert_int_equal(runs_list(r, &names), 0);
 	assert_int_equal(names.n, 1);
@@ -497,6 +502,44 @@ static void test_workdir_survives_a_remount(void **state)
 	free(projects);
 }
 
+/* Issue 14: a message row that is not JSON makes the files that show it
+ * read as EIO (it was ENOMEM), info.json too; status still reads. */
+static void test_a_damaged_message_row_reads_as_eio(void **state)
+{
+	struct fixture *f = *state;
+	start_runs(f);
+	struct runs *r = engine_runs(f->e);
+	assert_int_equal(runs_create(r, "dmg", getuid(), getgid()), 0);
+	assert_int_equal(runs_write(r, "dmg", "prompt", "hi", 2, 0), 2);
+	uint64_t t = runs_open_writer(r, "dmg", "prompt");
+	assert_int_equal(runs_close_writer(r, "dmg", "prompt", t, true), 0);
+	enum runstate st = RUNSTATE_CREATED;
+	for (int i = 0; i < 1000 && !runstate_is_terminal(st); i++) {
+		assert_int_equal(runs_state(r, "dmg", &st), 0);
+		usleep(10000);
+	}
+	assert_int_equal(st, RUNSTATE_COMPLETED);
+	sqlite3 *db = NULL;
+	assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "UPDATE messages SET json = '{not json' "
+				      "WHERE run_id = 'dmg' AND role = 'user'", NULL, NULL, NULL),
+			 SQLITE_OK);
+	assert_true(sqlite3_changes(db) > 0);
+	sqlite3_close(db);
+	const char *names[] = { "messages.json", "transcript", "info.json" };
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+		struct run_file rf;
+		int rc = runs_stat_file(r, "dmg", names[i], &rf);
+		if (rc == 0)
+			buf_free(&rf.data);
+		if (rc != -EIO)
+			fail_msg("%s: %d, not -EIO", names[i], rc);
+	}
+	char *text = run_text(r, "dmg", "status");
+	assert_string_equal(text, "completed\n");
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -511,6 +554,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_workdir_write_is_validated, setup_roots,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_workdir_survives_a_remount, setup_roots,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_a_damaged_message_row_reads_as_eio, setup,
 						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

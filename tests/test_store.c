@@ -7,15 +7,20 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/fs.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "statelock.h"
 #include "store.h"
 
 struct fx {
@@ -1217,6 +1222,123 @@ static void test_second_open_is_refused_while_open(void **state)
 	store_close(st);
 }
 
+/* One daemon per database by a lock beside it: a second taker is refused
+ * with a message naming the holder, also once the database file was
+ * replaced or deleted (the lock is not the database's inode), and gets it
+ * once the first released it. */
+static void test_state_lock_holds_whatever_becomes_of_the_database(void **state)
+{
+	struct fx *f = *state;
+	store_close(open_ok(f->db));
+	char *err = NULL;
+	int fd = statelock_take(f->db, &err);
+	assert_true(fd >= 0);
+	char pid[32];
+	snprintf(pid, sizeof pid, "(pid %ld)", (long)getpid());
+	for (int round = 0; round < 3; round++) {
+		if (round == 1) { /* replaced: a new file in its place */
+			char tmp[PATH_MAX + 8];
+			snprintf(tmp, sizeof tmp, "%s.new", f->db);
+			store_close(open_ok(tmp));
+			assert_int_equal(rename(tmp, f->db), 0);
+		} else if (round == 2) {
+			assert_int_equal(unlink(f->db), 0);
+		}
+		assert_int_equal(statelock_take(f->db, &err), -1);
+		assert_non_null(err);
+		assert_non_null(strstr(err, "is in use by another skillfs"));
+		assert_non_null(strstr(err, pid));
+		free(err);
+		err = NULL;
+	}
+	statelock_release(fd);
+	fd = statelock_take(f->db, &err);
+	assert_true(fd >= 0);
+	statelock_release(fd);
+	assert_int_equal(statelock_take("", &err), -1);
+	free(err);
+}
+
+/* R7, at most once: a started step is committed before it runs and is
+ * known after a crash (a new connection sees it); steps are told apart by
+ * chat, message and call, a model call's from a tool call's; a start
+ * again replaces the record; the records go with the run. */
+static void test_R7_started_steps_are_recorded_and_survive(void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	make_queued(st, "r");
+	make_queued(st, "other");
+	bool started = true;
+	assert_int_equal(store_step_started(st, "r", "main", 3, 0, &started, NULL), 0);
+	assert_false(started);
+	assert_int_equal(store_step_start(st, "r", "main", 3, 0, "bash", NULL), 0);
+	assert_int_equal(store_step_start(st, "r", "main", 3, 0, "bash", NULL), 0);
+	assert_int_equal(store_step_start(st, "r", "main", 2, STORE_STEP_MODEL, "model", NULL),
+			 0);
+	char *err = NULL;
+	assert_int_equal(store_step_start(st, "none", "main", 3, 0, "bash", &err), -ENOENT);
+	free(err);
+	err = NULL;
+	assert_int_equal(store_step_start(st, "r", "", 3, 0, "bash", &err), -EINVAL);
+	free(err);
+	err = NULL;
+	assert_int_equal(store_step_start(st, "r", "main", 3, -2, "bash", &err), -EINVAL);
+	free(err);
+	store_close(st);
+
+	st = open_ok(f->db); /* as after a crash: a new connection */
+	struct { const char *run, *chat; int64_t seq; int call; bool want; } cases[] = {
+		{ "r", "main", 3, 0, true },
+		{ "r", "main", 2, STORE_STEP_MODEL, true },
+		{ "r", "main", 3, 1, false },           /* another call of it */
+		{ "r", "main", 3, STORE_STEP_MODEL, false },
+		{ "r", "main", 2, 0, false },
+		{ "r", "sub", 3, 0, false },            /* another chat */
+		{ "other", "main", 3, 0, false },       /* another run */
+		{ "none", "main", 3, 0, false },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		started = !cases[i].want;
+		assert_int_equal(store_step_started(st, cases[i].run, cases[i].chat, cases[i].seq,
+						    cases[i].call, &started, NULL), 0);
+		assert_int_equal(started, cases[i].want);
+	}
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM step_starts"), 2);
+	assert_int_equal(store_run_delete(st, "r", NULL), 0);
+	assert_int_equal(store_run_create(st, "r", NULL), 0);
+	assert_int_equal(store_step_started(st, "r", "main", 3, 0, &started, NULL), 0);
+	assert_false(started);
+	store_close(st);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM step_starts"), 0);
+}
+
+/* A database of version 6 gains step_starts, empty: its runs resume as
+ * before (nothing recorded as started). */
+static void test_v6_database_migrates_with_no_started_steps(void **state)
+{
+	struct fx *f = *state;
+	raw_exec(f->db, v1_schema);
+	raw_exec(f->db,
+		"ALTER TABLE runs ADD COLUMN allowed_tools TEXT;"
+		"ALTER TABLE chats ADD COLUMN tools TEXT;"
+		"ALTER TABLE runs ADD COLUMN owner_uid INTEGER;"
+		"ALTER TABLE runs ADD COLUMN owner_gid INTEGER;"
+		"ALTER TABLE runs ADD COLUMN workdir TEXT;"
+		"INSERT INTO runs (id, config, forced_skills, state, created_at,"
+		" updated_at) VALUES ('old', 'default', '[]', 'running', 100, 100);"
+		"PRAGMA user_version = 6;");
+	struct store *st = open_ok(f->db);
+	bool started = true;
+	assert_int_equal(store_step_started(st, "old", "main", 3, 0, &started, NULL), 0);
+	assert_false(started);
+	assert_int_equal(store_step_start(st, "old", "main", 3, 0, "bash", NULL), 0);
+	assert_int_equal(store_step_started(st, "old", "main", 3, 0, &started, NULL), 0);
+	assert_true(started);
+	store_close(st);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+}
+
 /* Under a stream of commits the WAL is copied back into the database by
  * the checkpointer, and starts over (cut back to 16 MiB) once it is. */
 static void test_wal_is_checkpointed_and_starts_over(void **state)
@@ -1411,10 +1533,80 @@ static void test_section6_concurrent_appends_all_land(void **state)
 	store_close(st);
 }
 
+/* Issue 14: a -shm file made immutable while the store has it mapped
+ * fails the store's calls with EIO (a write through the mapping was a
+ * SIGBUS that killed the process), and they work again once it is
+ * usable. Needs a file system with immutable files and the right to set
+ * them (root); skipped otherwise. */
+static void test_an_immutable_shm_fails_calls_with_eio_not_sigbus(void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	assert_int_equal(store_run_create(st, "a", NULL), 0);
+	char shm[320];
+	snprintf(shm, sizeof shm, "%s-shm", f->db);
+	/* Kept open until the store is closed: closing a descriptor of the
+	 * file would drop SQLite's locks on it. */
+	int fd = open(shm, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	int flags = 0;
+	if (ioctl(fd, FS_IOC_GETFLAGS, &flags) < 0) {
+		store_close(st);
+		close(fd);
+		skip();
+	}
+	int on = flags | FS_IMMUTABLE_FL;
+	if (ioctl(fd, FS_IOC_SETFLAGS, &on) < 0) {
+		store_close(st);
+		close(fd);
+		skip();
+	}
+	char *err = NULL;
+	int rc = store_run_create(st, "b", &err);
+	enum runstate rs;
+	int rrc = store_run_state(st, "a", &rs, NULL);
+	assert_int_equal(ioctl(fd, FS_IOC_SETFLAGS, &flags), 0);
+	assert_int_equal(rc, -EIO);
+	assert_non_null(err);
+	assert_non_null(strstr(err, "immutable"));
+	free(err);
+	assert_int_equal(rrc, -EIO);
+	assert_int_equal(store_run_create(st, "b", NULL), 0);
+	assert_int_equal(store_run_state(st, "b", &rs, NULL), 0);
+	assert_int_equal(rs, RUNSTATE_CREATED);
+	store_close(st);
+	close(fd);
+}
+
+/* Issue 14: SQLite's errors say why: a database locked by another
+ * connection past the busy timeout is EAGAIN, and the run is unchanged. */
+static void test_a_database_locked_elsewhere_is_eagain(void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	assert_int_equal(store_run_create(st, "a", NULL), 0);
+	sqlite3 *other = NULL;
+	assert_int_equal(sqlite3_open(f->db, &other), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+	char *err = NULL;
+	assert_int_equal(store_run_set_config(st, "a", "other", &err), -EAGAIN);
+	free(err);
+	assert_int_equal(sqlite3_exec(other, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(other);
+	struct run_row row;
+	assert_int_equal(store_run_get(st, "a", &row, NULL), 0);
+	assert_string_equal(row.config, "default");
+	run_row_free(&row);
+	assert_int_equal(store_run_set_config(st, "a", "other", NULL), 0);
+	store_close(st);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	const struct CMUnitTest tests[] = {
+		T(test_an_immutable_shm_fails_calls_with_eio_not_sigbus),
+		T(test_a_database_locked_elsewhere_is_eagain),
 		T(test_fresh_database_gets_latest_schema),
 		T(test_R8_v1_database_migrates_and_legacy_run_has_no_allow_list),
 		T(test_v5_database_migrates_and_runs_have_no_workdir),
@@ -1436,6 +1628,9 @@ int main(void)
 		T(test_section8_events_text_is_json_lines),
 		T(test_section6_delete_removes_everything),
 		T(test_second_open_is_refused_while_open),
+		T(test_state_lock_holds_whatever_becomes_of_the_database),
+		T(test_R7_started_steps_are_recorded_and_survive),
+		T(test_v6_database_migrates_with_no_started_steps),
 		T(test_wal_is_checkpointed_and_starts_over),
 		T(test_section6_committed_writes_survive_a_crash),
 		T(test_section6_concurrent_appends_all_land),

@@ -243,6 +243,28 @@ static struct strlist names_of_(const char **names)
 	return l;
 }
 
+/* R7: the tools whose calls run at most once (their start is committed
+ * first) are the ones that may change something; the read-only ones and
+ * the ones the agent loop answers are run again after a crash. Every
+ * built-in tool is in one list or the other, and an unknown name counts
+ * as having side effects. */
+static void test_R7_side_effects_per_tool(void **state)
+{
+	(void)state;
+	const char *once[] = {"bash", "python", "terminal", "write", "edit", "learn_skill"};
+	const char *again[] = {"read", "glob", "grep", "webfetch", "run_skill", "ask_user"};
+	for (size_t i = 0; i < sizeof once / sizeof *once; i++)
+		assert_true(tools_has_side_effects(once[i]));
+	for (size_t i = 0; i < sizeof again / sizeof *again; i++)
+		assert_false(tools_has_side_effects(again[i]));
+	size_t n = 0;
+	while (tools_builtin[n])
+		n++;
+	assert_int_equal(n, sizeof once / sizeof *once + sizeof again / sizeof *again);
+	assert_true(tools_has_side_effects("no-such-tool"));
+	assert_true(tools_has_side_effects(NULL));
+}
+
 static void test_sec7_schemas_in_given_order_unknown_skipped(void **state)
 {
 	(void)state;
@@ -2045,6 +2067,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_sec7_every_schema_is_a_valid_function_tool),
 		T(test_sec7_schemas_in_given_order_unknown_skipped),
+		T(test_R7_side_effects_per_tool),
 		T(test_schemas_pick_equals_parsing),
 		T(test_sec7_unavailable_tools_give_error_result),
 		T(test_sec7_bad_arguments_name_the_argument),

@@ -1,6 +1,7 @@
 /* registry: the table of built-in tools (one row each: name, schema, how
- * it runs, whether it starts programs), their schemas, availability, and
- * tools_exec, which answers a call through its row. */
+ * it runs, whether it starts programs, whether it has side effects), their
+ * schemas, availability, and tools_exec, which answers a call through its
+ * row. */
 #include "tools.h"
 
 #include <errno.h>
@@ -28,6 +29,11 @@ struct tool_def {
 	enum tool_impl impl;
 	tool_fn fn;
 	bool process; /* starts programs: only with a usable sandbox */
+	/* May change something outside the call (a file, a skill source, the
+	 * world through a program): a "started" record is committed before
+	 * it runs, and one interrupted by a crash is not run again (R7).
+	 * false: it only reads, and is simply run again. */
+	bool side_effects;
 };
 
 #define STR(d) "{\"type\": \"string\", \"description\": \"" d "\"}"
@@ -47,7 +53,7 @@ static const struct tool_def defs[] = {
 	 "some commands, the command runs without a shell: no pipes, "
 	 "redirection, variables or globbing.",
 	 OBJ("\"command\": " STR("The command line to run."), "\"command\""),
-	 IMPL_HERE, tool_bash, true},
+	 IMPL_HERE, tool_bash, true, true},
 	{"read",
 	 "Read a UTF-8 text file. A relative path is in the working directory "
 	 "(the run's project directory " TOOLS_WORKDIR " when it has one, else "
@@ -61,7 +67,7 @@ static const struct tool_def defs[] = {
 	     "\"limit\": {\"type\": \"integer\", \"minimum\": 1, "
 	     "\"description\": \"Number of lines to return.\"}",
 	     "\"path\""),
-	 IMPL_HERE, tool_read, false},
+	 IMPL_HERE, tool_read, false, false},
 	{"edit",
 	 "Replace old_string with new_string in a file of the working "
 	 "directory (" TOOLS_WORKDIR " or " SANDBOX_WORKSPACE "). old_string "
@@ -72,7 +78,7 @@ static const struct tool_def defs[] = {
 	     "\"replace_all\": {\"type\": \"boolean\", \"description\": "
 	     "\"Replace every occurrence (default false).\"}",
 	     "\"path\", \"old_string\", \"new_string\""),
-	 IMPL_HERE, tool_edit, false},
+	 IMPL_HERE, tool_edit, false, true},
 	{"write",
 	 "Create or replace a file in the working directory (" TOOLS_WORKDIR
 	 " or " SANDBOX_WORKSPACE ") with the given content. Missing parent "
@@ -80,7 +86,7 @@ static const struct tool_def defs[] = {
 	 OBJ("\"path\": " STR("File path, relative to the working directory.") ", "
 	     "\"content\": " STR("The complete new content of the file."),
 	     "\"path\", \"content\""),
-	 IMPL_HERE, tool_write, false},
+	 IMPL_HERE, tool_write, false, true},
 	{"glob",
 	 "List the files and directories of the workspace whose path matches "
 	 "a glob pattern, sorted; directories end with '/'. In a pattern, * ? "
@@ -93,7 +99,7 @@ static const struct tool_def defs[] = {
 	     "\"path\": " STR("The directory to search, relative to the workspace "
 			      "(default: the whole workspace)."),
 	     "\"pattern\""),
-	 IMPL_HERE, tool_glob, false},
+	 IMPL_HERE, tool_glob, false, false},
 	{"grep",
 	 "Search the text files of the workspace for lines matching a POSIX "
 	 "extended regular expression (as grep -E). Each result is "
@@ -109,7 +115,7 @@ static const struct tool_def defs[] = {
 	     "\"ignore_case\": {\"type\": \"boolean\", \"description\": "
 	     "\"Match without regard to case (default false).\"}",
 	     "\"pattern\""),
-	 IMPL_HERE, tool_grep, false},
+	 IMPL_HERE, tool_grep, false, false},
 	{"webfetch",
 	 "Fetch an http or https URL (GET, or HEAD for the response headers "
 	 "only). The result starts with a line \"HTTP <status> <final URL>\", "
@@ -123,7 +129,7 @@ static const struct tool_def defs[] = {
 	     "\"method\": {\"type\": \"string\", \"enum\": [\"GET\", \"HEAD\"], "
 	     "\"description\": \"GET (the default) or HEAD.\"}",
 	     "\"url\""),
-	 IMPL_HERE, tool_webfetch, false},
+	 IMPL_HERE, tool_webfetch, false, false},
 	{"python",
 	 "Run Python 3 code, or a Python file of the workspace, in the same "
 	 "sandbox as bash: the working directory is the workspace ("
@@ -137,7 +143,7 @@ static const struct tool_def defs[] = {
 	     "\"args\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}, "
 	     "\"description\": \"Arguments for the program (sys.argv[1:]).\"}",
 	     ""),
-	 IMPL_HERE, tool_python, true},
+	 IMPL_HERE, tool_python, true, true},
 	{"terminal",
 	 "Run one program of an allowed set (by default ls, cat, head, tail, "
 	 "wc, grep, find, sort, diff and git) directly, without a shell, in "
@@ -152,13 +158,13 @@ static const struct tool_def defs[] = {
 	     "\"description\": \"The command line, e.g. git log --oneline, or "
 	     "its words, e.g. [\\\"git\\\", \\\"log\\\"].\"}",
 	     "\"command\""),
-	 IMPL_HERE, tool_terminal, true},
+	 IMPL_HERE, tool_terminal, true, true},
 	{"run_skill",
 	 "Run one of the available skills by name, with optional arguments.",
 	 OBJ("\"name\": " STR("The skill's name.") ", "
 	     "\"arguments\": " STR("Arguments or task for the skill."),
 	     "\"name\""),
-	 IMPL_ENGINE, NULL, false},
+	 IMPL_ENGINE, NULL, false, false},
 	{"learn_skill",
 	 "Save a new skill (a SKILL.md made of name, description and body, "
 	 "plus optional other files such as scripts/run.sh) into the skill "
@@ -187,12 +193,12 @@ static const struct tool_def defs[] = {
 	     "{\\\"scripts/run.sh\\\": \\\"#!/bin/sh ...\\\"}. A text "
 	     "starting with #! is made executable.\"}",
 	     "\"name\", \"description\", \"body\""),
-	 IMPL_HERE, tool_learn_skill, false},
+	 IMPL_HERE, tool_learn_skill, false, true},
 	{"ask_user",
 	 "Ask the person who started the run a question and wait for the "
 	 "answer.",
 	 OBJ("\"question\": " STR("The question to ask."), "\"question\""),
-	 IMPL_ENGINE, NULL, false},
+	 IMPL_ENGINE, NULL, false, false},
 };
 
 #define NDEFS (sizeof defs / sizeof defs[0])
@@ -313,6 +319,12 @@ int tool_schemas_pick(const struct tool_schemas *ts, const struct strlist *names
 	return -1;
 }
 
+
+bool tools_has_side_effects(const char *name)
+{
+	const struct tool_def *d = find_def(name);
+	return !d || d->side_effects;
+}
 
 bool tools_is_process(const char *name)
 {

@@ -122,6 +122,14 @@ struct buf;
 int tools_workspace_open(const struct sandbox *sb, const char *path, struct workspace *ws,
 			 struct buf *err);
 
+/* True when a call of tool name may change something besides its result
+ * (bash, python, terminal, write, edit, learn_skill; and any name that is
+ * not a built-in tool): such a call is recorded as started before it runs
+ * and never run twice. False for the tools that only read (read, glob,
+ * grep, webfetch, whose GET and HEAD are safe to repeat) and for the ones
+ * the agent loop answers itself (run_skill, ask_user). */
+bool tools_has_side_effects(const char *name);
+
 /* True when the built-in tool starts programs (runs only sandboxed). */
 bool tools_is_process(const char *name);
 

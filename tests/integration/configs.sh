@@ -222,6 +222,58 @@ test_bad_config_reload_keeps_last_good() {
 	assert_eq 1 "$(grep -c "warning:.*maxbyte" "$DAEMON_LOG")" "the new warning is logged once"
 }
 
+# A config file of 100,000 nested '[' is refused at once with the bound
+# named (the document loader's cost grows with the square of the depth: it
+# never finished, and the watcher applied nothing meanwhile); a valid edit
+# after it is taken.
+test_deep_nesting_reload_refused_fast() {
+	setup 24000
+	start || return
+	python3 -c 'print("[" * 100000)' >"$T/config.yaml"
+	wait_for 10 grep -qs "nested deeper than 64 levels" "$MNT/configs/ERROR" ||
+		fail "no configs/ERROR naming the nesting: $(cat "$MNT/configs/ERROR" 2>&1)"
+	assert_eq "$(printf 'reader\nwriter\nplain')" "$(cat "$MNT/configs/main/effective")" "last good config kept"
+	grep -q "config file was not reloaded.*nested deeper" "$DAEMON_LOG" ||
+		fail "the log does not show the refusal: $(cat "$DAEMON_LOG")"
+	setup 24000
+	sed -i 's/main: {skills: \[reader, writer, plain\]}/main: {skills: [reader]}/' "$T/config.yaml"
+	wait_for 10 file_is "$MNT/configs/main/effective" reader ||
+		fail "the valid edit after it was not taken: $(cat "$MNT/configs/main/effective")"
+	[ ! -e "$MNT/configs/ERROR" ] || fail "ERROR stayed after the fix"
+}
+
+# An emptied config file (or one left with only comments) is refused like
+# any broken one: the mount keeps the last good config instead of dropping
+# every configuration.
+test_empty_config_reload_keeps_last_good() {
+	setup 24000
+	start || return
+	local text
+	for text in "" "# being rewritten"; do
+		printf '%s' "$text" >"$T/config.yaml"
+		wait_for 10 grep -qs "holds no settings" "$MNT/configs/ERROR" ||
+			fail "no configs/ERROR for [$text]: $(cat "$MNT/configs/ERROR" 2>&1)"
+		assert_eq "$(printf 'reader\nwriter\nplain')" "$(cat "$MNT/configs/main/effective" 2>&1)" "last good config kept for [$text]"
+		ls "$MNT/configs" | grep -qx main || fail "configuration main gone for [$text]"
+		setup 24000
+		wait_for 10 test ! -e "$MNT/configs/ERROR" || fail "ERROR stayed after the fix"
+	done
+}
+
+# At start-up an empty config file is an error that says so, and the mount
+# does not come up.
+test_empty_config_at_start_is_refused() {
+	setup 24000
+	printf '# nothing here yet\n' >"$T/config.yaml"
+	mkdir -p "$MNT"
+	local rc=0
+	timeout 20 "$SKILLFS" -f -c "$T/config.yaml" --state "$T/state.db" "$MNT" >"$T/out" 2>&1 || rc=$?
+	[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "skillfs exited $rc on an empty config"
+	grep -q "config.yaml: the file holds no settings" "$T/out" ||
+		fail "no clear message: $(cat "$T/out")"
+	! grep -qs " $MNT fuse" /proc/self/mounts || { fusermount3 -u "$MNT"; fail "mounted anyway"; }
+}
+
 test_system_prompt_parts_consistent() {
 	setup 24000
 	start || return

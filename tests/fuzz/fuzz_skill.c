@@ -1,0 +1,34 @@
+/* libFuzzer target: the SKILL.md parser (core/skill.c). Any bytes are a
+ * SKILL.md: skill_parse must not crash or leak, and what it parsed must
+ * render as skill.json. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <jansson.h>
+
+#include "skill.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	/* Small limits too, so the size checks are reached with short inputs. */
+	struct skill_limits small = { .frontmatter_max = 512, .file_max = 2048 };
+	const struct skill_limits *lims[2] = { NULL, &small };
+	for (int i = 0; i < 2; i++) {
+		struct skill *s = skill_parse("fuzz-skill", "/nonexistent/fuzz-skill",
+					      (const char *)data, size, lims[i]);
+		if (!s)
+			continue; /* out of memory */
+		json_t *j = skill_to_json(s);
+		char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+		free(text);
+		json_decref(j);
+		char *q = skill_quote(s->name);
+		free(q);
+		(void)skill_name_unusable(s->name);
+		skill_unref(s);
+	}
+	return 0;
+}
