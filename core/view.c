@@ -773,6 +773,19 @@ bool view_skill_of(const char *path, const char **name, size_t *len)
 	return *len > 0;
 }
 
+bool view_gate_skill_of(const char *path, const char **name, size_t *len)
+{
+	if (strncmp(path, "configs/", 8) != 0)
+		return false;
+	const char *cfg = path + 8, *slash = strchr(cfg, '/');
+	if (!slash || slash == cfg || strncmp(slash + 1, "skills/", 7) != 0)
+		return false;
+	const char *p = slash + 8, *end = strchr(p, '/');
+	*name = p;
+	*len = end ? (size_t)(end - p) : strlen(p);
+	return *len > 0;
+}
+
 bool view_run_of(const char *path, char *id, size_t size)
 {
 	if (strncmp(path, "runs/", 5) != 0)

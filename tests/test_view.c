@@ -987,6 +987,28 @@ static void test_gate_view_only_effective(void **state)
 	free(cfg);
 }
 
+/* view_gate_skill_of: the skill a path of a gate view belongs to. */
+static void test_view_gate_skill_of(void **state)
+{
+	(void)state;
+	const char *name = NULL;
+	size_t len = 0;
+	assert_true(view_gate_skill_of("configs/main/skills/alpha", &name, &len));
+	assert_int_equal(len, 5);
+	assert_memory_equal(name, "alpha", 5);
+	assert_true(view_gate_skill_of("configs/m/skills/alpha/scripts/run.sh", &name, &len));
+	assert_int_equal(len, 5);
+	assert_memory_equal(name, "alpha", 5);
+	assert_false(view_gate_skill_of("configs/main/skills", &name, &len));
+	assert_false(view_gate_skill_of("configs/main/skills/", &name, &len));
+	assert_false(view_gate_skill_of("configs/main/attachments", &name, &len));
+	assert_false(view_gate_skill_of("configs//skills/alpha", &name, &len));
+	assert_false(view_gate_skill_of("configs/skills/alpha", &name, &len));
+	assert_false(view_gate_skill_of("skills/alpha", &name, &len));
+	assert_false(view_gate_skill_of("runs/a/skills/alpha", &name, &len));
+	assert_false(view_gate_skill_of("", &name, &len));
+}
+
 /* view_skill_of: the skill directory a path belongs to. */
 static void test_view_skill_of(void **state)
 {
@@ -1083,6 +1105,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_gate_view_default, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gate_view_only_effective, setup, teardown),
 		cmocka_unit_test(test_view_skill_of),
+		cmocka_unit_test(test_view_gate_skill_of),
 		cmocka_unit_test(test_view_run_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

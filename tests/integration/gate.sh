@@ -139,6 +139,14 @@ test_gate_view_follows_edits() {
 	printf 'new\n' >"$T/skills/tooly/references/new.md"
 	wait_for 10 test -e "$g/tooly/references/new.md" || fail "a new file did not show"
 	diff -r "$T/skills/tooly" "$g/tooly" >/dev/null || fail "tooly differs after the edit"
+	# A skill that turns invalid (D1) is no longer effective: it leaves.
+	cat "$g/off/SKILL.md" >/dev/null
+	printf -- '---\nname: off\ndescription: [unclosed\n---\n' >"$T/skills/off/SKILL.md"
+	wait_for 10 sh -c "[ \"\$(ls '$g' | paste -sd' ')\" = tooly ]" ||
+		fail "an invalid skill stayed in the gate view: $(ls "$g" | paste -sd' ')"
+	[ -e "$g/off/SKILL.md" ] && fail "off/SKILL.md is still reachable"
+	grep -q '^off invalid ' "$MNT/configs/main/attachments" ||
+		fail "attachments: $(cat "$MNT/configs/main/attachments")"
 }
 
 # The attachment report that was configs/<cfg>/skills.
