@@ -1287,6 +1287,7 @@ static int load_file(struct skill *s, const struct skill_limits *lim)
 		r = invalidf(s, "cannot stat %s: %s", path, strerror(errno));
 		goto out;
 	}
+	s->st_mode = st.st_mode;
 	s->st_dev = st.st_dev;
 	s->st_ino = st.st_ino;
 	s->st_size = st.st_size;

@@ -97,7 +97,9 @@ struct skill {
 	struct skill **subs;
 	size_t nsubs;
 
-	/* Identity of SKILL.md when loaded, to detect changes cheaply. */
+	/* Identity of SKILL.md when loaded, to detect changes cheaply, and
+	 * its mode (the mount shows its owner-exec bit); 0 when not loaded. */
+	mode_t st_mode;
 	dev_t st_dev;
 	ino_t st_ino;
 	off_t st_size;

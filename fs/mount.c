@@ -1188,6 +1188,19 @@ static bool catalog_names_changed(const struct catalog *a, const struct catalog 
 	return false;
 }
 
+/* Whether the catalogue entry of the skill named name[0..len) differs
+ * between old and now. */
+static bool skill_changed(const struct snapshot *old, const struct snapshot *now,
+			  const char *name, size_t len)
+{
+	char nm[256];
+	if (len >= sizeof nm)
+		return false;
+	memcpy(nm, name, len);
+	nm[len] = '\0';
+	return entry_changed(catalog_find(old->catalog, nm), catalog_find(now->catalog, nm));
+}
+
 static void invalidate(struct mount *m, const struct node_ref *r)
 {
 	const char *slash = strrchr(r->path, '/');
@@ -1252,16 +1265,14 @@ static void on_change(void *ctx, const struct snapshot *old, const struct snapsh
 			hit = names_changed;
 		} else if (strcmp(p, "tools") == 0) {
 			hit = config_changed;
+		} else if (view_gate_skill_of(p, &name, &len)) {
+			/* A skill's gate directory follows the config and that
+			 * skill; the gate listing is configs/<cfg>/skills. */
+			hit = config_changed || skill_changed(old, now, name, len);
 		} else if (strncmp(p, "configs", 7) == 0 && (p[7] == '\0' || p[7] == '/')) {
 			hit = config_changed || any_skill_changed;
 		} else if (view_skill_of(p, &name, &len)) {
-			char nm[256];
-			if (len < sizeof nm) {
-				memcpy(nm, name, len);
-				nm[len] = '\0';
-				hit = config_changed || entry_changed(catalog_find(old->catalog, nm),
-								      catalog_find(now->catalog, nm));
-			}
+			hit = config_changed || skill_changed(old, now, name, len);
 		}
 		if (hit)
 			invalidate(m, &refs[i]);

@@ -498,7 +498,7 @@ static void test_S8_resolution_files(void **st)
 			assert_true(strcmp(resolution_file_names[i - 1], resolution_file_names[i]) < 0);
 	}
 	assert_null(resolution_file(r, "nope", NULL));
-	assert_string_equal(file(r, "skills"), "diff effective attached\n");
+	assert_string_equal(file(r, "attachments"), "diff effective attached\n");
 	assert_string_equal(file(r, "effective"), "diff\n");
 	/* run_skill is not granted: the listing uses the slash command */
 	assert_string_equal(file(r, "allowed-tools"), "bash(git diff:*)\nread\n");
@@ -536,7 +536,7 @@ static void test_S8_empty_configuration(void **st)
 	struct fx f;
 	fx_init(&f, NULL, 0);
 	struct resolution *r = fx_resolve(&f);
-	assert_string_equal(file(r, "skills"), "");
+	assert_string_equal(file(r, "attachments"), "");
 	assert_string_equal(file(r, "effective"), "");
 	assert_string_equal(file(r, "available-skills"), "");
 	assert_string_equal(file(r, "system-prompt"), prompt_base);

@@ -62,7 +62,7 @@ test_allowed_tools_follow_skill_edit() {
 	grep -q '"policy": "list"' "$MNT/configs/main/grants.json" || fail "grants.json policy"
 	# a broken SKILL.md declares [] (D1): the others still grant their tools
 	printf -- '---\nname: reader\ndescription: [unclosed\n---\n' >"$T/skills/reader/SKILL.md"
-	wait_for 1 grep -q 'reader invalid' "$MNT/configs/main/skills" || fail "invalid state not shown: $(cat "$MNT/configs/main/skills")"
+	wait_for 1 grep -q 'reader invalid' "$MNT/configs/main/attachments" || fail "invalid state not shown: $(cat "$MNT/configs/main/attachments")"
 	assert_eq "write" "$(cat "$MNT/configs/main/allowed-tools")" "invalid skill grants nothing"
 }
 
@@ -73,7 +73,7 @@ test_disabled_skill_leaves_effective() {
 	sed -i 's/main: {skills: \[reader, writer, plain\]}/main: {skills: [reader, {name: writer, enabled: false}, plain]}/' "$T/config.yaml"
 	wait_for 1 file_is "$MNT/configs/main/effective" "$(printf 'reader\nplain')" ||
 		fail "disabled skill still effective: $(cat "$MNT/configs/main/effective")"
-	grep -q '^writer disabled' "$MNT/configs/main/skills" || fail "skills file: $(cat "$MNT/configs/main/skills")"
+	grep -q '^writer disabled' "$MNT/configs/main/attachments" || fail "skills file: $(cat "$MNT/configs/main/attachments")"
 	assert_eq read "$(cat "$MNT/configs/main/allowed-tools")" "R4: a disabled skill grants nothing"
 }
 
