@@ -963,6 +963,20 @@ static void test_lenient_description_not_in_multiline_or_flow(void **st)
 		assert_false(has_warning(s, "plain text"));
 		skill_unref(s);
 	}
+	/* the same values, each on one line of a block mapping at column 0,
+	 * are read as plain text: only the context above makes the difference */
+	static const char *const one_line[] = {
+		"---\nname: t\ndescription: Debug Go with Delve (dlv): inspect\n---\nb\n",
+		"---\nname: t\ndescription: Debug (dlv): inspect goroutines\n---\nb\n",
+		"---\nname: t\ndescription: a: b}\n---\nb\n",
+		"---\nallowed-tools: [Read]\ndescription: a: b, Bash]\n---\nb\n",
+	};
+	for (size_t i = 0; i < sizeof one_line / sizeof *one_line; i++) {
+		struct skill *s = parse("t", one_line[i]);
+		if (!s->valid || !has_warning(s, "plain text"))
+			fail_msg("not read leniently: %s", one_line[i]);
+		skill_unref(s);
+	}
 }
 
 /* ----------------------------------------------------------- other keys */
