@@ -665,6 +665,7 @@ static int yevent(struct yload *y, yaml_event_t *ev, int *docs, bool *done)
 			y->key_description = plain && strcmp(v, "description") == 0;
 			y->key_line = ev->start_mark.line;
 			y->key_col = ev->start_mark.column;
+			y->val_plain = false; /* its value is yet to come */
 		} else if (y->depth == 1) {
 			y->val_line = ev->start_mark.line;
 			y->val_plain = plain;
@@ -697,6 +698,8 @@ static int yevent(struct yload *y, yaml_event_t *ev, int *docs, bool *done)
 			return yfail(y, line, "a mapping key must be a plain value, "
 				     "not a list or a mapping");
 		bool seq = ev->type == YAML_SEQUENCE_START_EVENT;
+		if (y->depth == 1)
+			y->val_plain = false;
 		if (!seq && y->depth == 0)
 			y->root_block = ev->data.mapping_start.style !=
 					YAML_FLOW_MAPPING_STYLE;
