@@ -2,8 +2,10 @@
  *
  * One file past 1,200 lines: the front-matter scanner, the libyaml event
  * reader with its limits and the rules of each field feed each other
- * (a field's rule needs the reader's line numbers and limits), and one
- * reading of the file is easier to check whole. */
+ * (a field's rule needs the reader's line numbers and limits; the one
+ * lenient retry of a description needs the reader's state where it
+ * failed, and the reader again), and one reading of the file is easier to
+ * check whole. */
 #include "skill.h"
 
 #include <ctype.h>
