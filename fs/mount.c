@@ -1240,8 +1240,11 @@ static void on_change(void *ctx, const struct snapshot *old, const struct snapsh
 	if (m->stopping)
 		return;
 	log_change(old, now);
-	bool config_changed = old->cfg != now->cfg || (old->config_error == NULL) !=
-							      (now->config_error == NULL);
+	/* A config broken in a new way changes configs/ERROR's text. */
+	bool config_changed = old->cfg != now->cfg ||
+			      (old->config_error == NULL) != (now->config_error == NULL) ||
+			      (old->config_error &&
+			       strcmp(old->config_error, now->config_error) != 0);
 	bool names_changed = catalog_names_changed(old->catalog, now->catalog);
 	/* The catalogue-wide warnings show in every configuration's. */
 	bool any_skill_changed = names_changed ||
@@ -1543,6 +1546,10 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 	}
 	__atomic_store_n(&m.loop_done, 1, __ATOMIC_RELEASE);
 	m.stopping = 1;
+	/* The signal thread goes first: seeing the mount gone, it would
+	 * begin a stop of the run manager that runs_detach_within frees. */
+	pthread_kill(sig_thread, SIGUSR1);
+	pthread_join(sig_thread, NULL);
 	engine_unwatch(e);
 	/* Workers end their current step, a model or tool call in flight
 	 * being killed; runs stay resumable. One that does not end in time
@@ -1558,8 +1565,6 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 	}
 	notes_stop(&m);
 	wake_pollers(&m, NULL);
-	pthread_kill(sig_thread, SIGUSR1);
-	pthread_join(sig_thread, NULL);
 	/* Files still open when the loop ended get no release. */
 	while (m.opens)
 		run_open_free(&m, m.opens);
