@@ -733,17 +733,22 @@ static void watch_refresh(struct engine *e, const struct snapshot *old, const st
 		 * a directory that was not a skill a moment ago. */
 		watch_add(e, src, root_len, WATCH_SOURCE, NULL);
 		if (c->sources[i].recursive) {
-			/* Each directory its search went through: a skill can
-			 * appear in any of them (the skills are watched below). */
+			/* Each directory its search went through (a skill can
+			 * appear in any of them) and each skill directory it
+			 * found, the catalogue's own trees watched below (one
+			 * shadowed by a duplicate is not in it, yet may be
+			 * renamed into a skill of its own). */
 			static const struct discover_bounds deep = { DISCOVER_RECURSIVE_DEPTH,
 								      DISCOVER_RECURSIVE_ENTRIES };
 			struct discover found;
 			if (discover_search(src, &deep, true, &found) < 0)
 				continue; /* out of memory: the next refresh tries again */
-			for (size_t k = 0; k < found.dirs.n; k++)
-				if (snprintf(path, sizeof path, "%s/%s", src, found.dirs.items[k]) <
-				    (int)sizeof path)
+			for (size_t k = 0; k < found.dirs.n + found.skills.n; k++) {
+				const char *rel = k < found.dirs.n ? found.dirs.items[k]
+								   : found.skills.items[k - found.dirs.n];
+				if (snprintf(path, sizeof path, "%s/%s", src, rel) < (int)sizeof path)
 					watch_add(e, path, root_len, WATCH_TREE, NULL);
+			}
 			discover_free(&found);
 			continue;
 		}

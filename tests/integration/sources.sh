@@ -123,11 +123,15 @@ test_dash_r_loads_every_skill_and_follows_edits() {
 	check_recursive_mount
 	edit_latency || return
 	[ "$LATENCY_MS" -lt 1000 ] || fail "an edit took $LATENCY_MS ms (best of 3) to show"
-	# A skill moved in deep below a directory the search went through.
-	mkdir -p "$T/new/q/skills/d"
-	skill_md d >"$T/new/q/skills/d/SKILL.md"
-	mv "$T/new/q" "$T/coll/plugins/q"
+	# Skills moved in deep below directories the search went through, and
+	# into a hidden one.
+	mkdir -p "$T/new/d" "$T/new/e"
+	skill_md d >"$T/new/d/SKILL.md"
+	skill_md e >"$T/new/e/SKILL.md"
+	mv "$T/new/d" "$T/coll/plugins/p/skills/d"
+	mv "$T/new/e" "$T/coll/.curated/e"
 	wait_for 10 test -e "$MNT/skills/d/SKILL.md" || fail "a new deep skill did not show: $(ls "$MNT/skills")"
+	wait_for 10 test -e "$MNT/skills/e/SKILL.md" || fail "a new hidden skill did not show: $(ls "$MNT/skills")"
 	# A file edited in its files shows too.
 	echo "one" >"$T/coll/.curated/c/notes.txt"
 	wait_for 10 file_is "$MNT/skills/c/files/notes.txt" one || fail "a new file of c did not show"
@@ -146,6 +150,20 @@ test_duplicate_across_plain_and_recursive_sources() {
 	start_mount -s "$T/plain" -r "$T/coll" --state "$T/state.db" || return
 	assert_eq "the plain b" "$(cat "$MNT/skills/b/description")" "b from the first source"
 	assert_eq "$(printf 'a\nb\nc')" "$(ls "$MNT/skills")" "skills/ of both sources"
+}
+
+# In a recursive source the first in search order wins a duplicate; the
+# other is reported and still followed: renamed, it shows as its own skill.
+test_recursive_duplicate_reported_and_followed() {
+	collection "$T/coll"
+	skill_md b "the curated b" >"$T/coll/.curated/c/SKILL.md"
+	start_mount -r "$T/coll" --state "$T/state.db" || return
+	assert_eq "$(printf 'a\nb')" "$(ls "$MNT/skills")" "skills/ with a duplicate"
+	assert_eq "the curated b" "$(cat "$MNT/skills/b/description")" "b first in search order"
+	grep -qF "skill 'b' in $T/coll/plugins/p/skills/b is shadowed by the one in $T/coll/.curated/c" \
+		"$MNT/configs/default/warnings" || fail "no shadowing warning: $(cat "$MNT/configs/default/warnings")"
+	skill_md e >"$T/coll/plugins/p/skills/b/SKILL.md"
+	wait_for 10 test -e "$MNT/skills/e/SKILL.md" || fail "the shadowed skill renamed did not show: $(ls "$MNT/skills")"
 }
 
 test_help_names_dash_r() {
