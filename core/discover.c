@@ -19,6 +19,7 @@ struct walk {
 	struct discover *out;
 	char path[PATH_MAX];
 	size_t root_len;
+	dev_t root_dev; /* the search stays on the root's filesystem */
 };
 
 /* Names never searched: the directory itself and its parent, and the two
@@ -101,7 +102,7 @@ static int walk_dir(struct walk *w, size_t len, unsigned depth)
 		/* A link is never followed; one directly in the source that
 		 * leads to a skill is that skill, as in a plain source. */
 		if (link ? depth != 0 || stat(w->path, &st) < 0 || !S_ISDIR(st.st_mode)
-			 : !S_ISDIR(st.st_mode))
+			 : !S_ISDIR(st.st_mode) || st.st_dev != w->root_dev)
 			continue;
 		const char *rel = w->path + w->root_len + 1;
 		if (holds_skill_md(w->path)) {
@@ -138,7 +139,9 @@ int discover_search(const char *root, const struct discover_bounds *b, bool want
 	w->out = out;
 	w->root_len = strlen(root);
 	int rc = 0;
-	if (w->root_len < sizeof w->path && b->depth > 0) {
+	struct stat st;
+	if (w->root_len < sizeof w->path && b->depth > 0 && stat(root, &st) == 0) {
+		w->root_dev = st.st_dev;
 		memcpy(w->path, root, w->root_len + 1);
 		rc = walk_dir(w, w->root_len, 0);
 	}

@@ -45,8 +45,10 @@ struct discover {
 /* Searches the directories below root for skills: hidden directories
  * included, .git and node_modules skipped, symbolic links never followed
  * (one directly in root that leads to a directory holding a SKILL.md is a
- * skill, as in a plain source), and a skill's own directory not searched
- * further (its skills/ holds its sub-skills, which skill_load reads).
+ * skill, as in a plain source), a skill's own directory not searched
+ * further (its skills/ holds its sub-skills, which skill_load reads), and
+ * no directory entered that is on another filesystem than root (a mount
+ * point below it: the skillfs mount itself, say).
  * want_dirs: also list the other directories searched. Returns 0 with
  * *out filled (free with discover_free; a root that cannot be read gives
  * nothing), or -1 on ENOMEM with *out empty. */

@@ -166,6 +166,44 @@ test_recursive_duplicate_reported_and_followed() {
 	wait_for 10 test -e "$MNT/skills/e/SKILL.md" || fail "the shadowed skill renamed did not show: $(ls "$MNT/skills")"
 }
 
+# The search stays on the source's filesystem: the mount itself placed
+# inside a recursive source (and any other mount below it) is not searched,
+# at start or when the source changes.
+test_recursive_search_does_not_enter_other_filesystems() {
+	collection "$T/coll"
+	local tmpfs=
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "# not root: no tmpfs below the source"
+	else
+		tmpfs=$T/coll/plugins/other
+		mkdir -p "$T/coll/plugins/other"
+		mount -t tmpfs tmpfs "$T/coll/plugins/other" || { fail "cannot mount a tmpfs"; return; }
+		mkdir -p "$T/coll/plugins/other/x"
+		skill_md x >"$T/coll/plugins/other/x/SKILL.md"
+	fi
+	local outer=$MNT
+	MNT=$T/coll/mnt
+	if start_mount -r "$T/coll" --state "$T/state.db"; then
+		check_mount_inside_source
+	fi
+	stop_mount
+	rmdir "$MNT"
+	MNT=$outer
+	if [ -n "$tmpfs" ]; then
+		umount "$tmpfs" || fail "cannot unmount the tmpfs"
+	fi
+}
+
+check_mount_inside_source() {
+	assert_eq "$(printf 'a\nb\nc')" "$(ls "$MNT/skills")" "skills/ with the mount inside the source"
+	skill_md b "edited" >"$T/coll/plugins/p/skills/b/SKILL.md"
+	wait_for 10 file_is "$MNT/skills/b/description" edited || fail "the edit did not show"
+	assert_eq "$(printf 'a\nb\nc')" "$(ls "$MNT/skills")" "skills/ after a reload"
+	grep -q "shadowed" "$MNT/configs/default/warnings" &&
+		fail "the mount's own skills were searched: $(cat "$MNT/configs/default/warnings")"
+	return 0
+}
+
 test_help_names_dash_r() {
 	"$SKILLFS" --help | grep -q -- '-r, --recursive DIR' || fail "--help does not name -r"
 }
