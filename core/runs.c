@@ -21,6 +21,7 @@
 #include "agent.h"
 #include "dbwatch.h"
 #include "engine.h"
+#include "filecache.h"
 #include "grants.h"
 #include "json_text.h"
 #include "model.h"
@@ -34,6 +35,9 @@
 #define INPUT_MAX (256 * 1024)
 #define CONFIG_NAME_MAX 64
 #define SKILLS_FILE_MAX (64 * 1024)
+/* What the cache of rendered large run files keeps at most (filecache). */
+#define FILECACHE_ENTRIES 32
+#define FILECACHE_BYTES ((size_t)512 << 20)
 
 /* What the mount needs to know about a run without asking the store. */
 struct run {
@@ -109,6 +113,8 @@ struct runs {
 
 	runs_change_fn change_fn;
 	void *change_arg;
+
+	struct filecache *files; /* rendered transcripts, messages.json, events */
 
 	bool allow_other; /* other users reach the mount: runs are private */
 	uid_t daemon_uid; /* the owner of runs made before owners were kept */
@@ -470,6 +476,8 @@ static bool wait_for_store(void *arg, const char *id, int rc, const char *err,
 		char *why = run->parked;
 		int64_t parked_ms = run->parked_ms;
 		run->parked = NULL;
+		if (parked_ms)
+			clock_gettime(CLOCK_REALTIME, &run->changed); /* info.json */
 		run->parked_ms = run->store_failed_ms = 0;
 		pthread_mutex_unlock(&r->lock);
 		if (parked_ms) {
@@ -506,6 +514,8 @@ static bool wait_for_store(void *arg, const char *id, int rc, const char *err,
 		free(run->parked);
 		run->parked = why;
 		run->parked_ms = now;
+		/* info.json says so: a rendering of it from before is old. */
+		clock_gettime(CLOCK_REALTIME, &run->changed);
 	}
 	pthread_mutex_unlock(&r->lock);
 	if (park)
@@ -895,6 +905,9 @@ struct runs *runs_open(struct engine *e, const char *state_path, char **err)
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->work, NULL);
 	r->next_handle = 1;
+	r->files = filecache_new(FILECACHE_ENTRIES, FILECACHE_BYTES);
+	if (!r->files)
+		goto oom;
 	r->daemon_uid = getuid();
 	r->daemon_gid = getgid();
 
@@ -1129,6 +1142,7 @@ static void close_joined(struct runs *r)
 	free(r->workspaces);
 	free(r->state_dir);
 	tool_schemas_free(&r->tool_schemas);
+	filecache_free(r->files);
 	pthread_cond_destroy(&r->work);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
@@ -1280,6 +1294,7 @@ int runs_state(struct runs *r, const char *id, enum runstate *out)
 
 /* What a file needs from the in-memory run, copied under the lock. */
 struct run_view {
+	uint64_t serial;
 	enum runstate state;
 	uid_t uid;
 	gid_t gid;
@@ -1299,6 +1314,7 @@ static int run_view_get(struct runs *r, const char *id, struct run_view *v)
 	struct run *run = run_find(r, id);
 	int rc = run ? 0 : -ENOENT;
 	if (run) {
+		v->serial = run->serial;
 		v->state = run->state;
 		v->uid = run->uid;
 		v->gid = run->gid;
@@ -1641,6 +1657,32 @@ static bool needs_store(const struct run_view *v, const char *sub, bool listing)
 
 /* Shared by readdir and stat: resolves runs/<id>/<sub>. With names set,
  * lists a directory; with f set, fills a file or directory. */
+/* Whether runs/<id>/<sub> is a file that grows with its run and is
+ * rendered from all of its messages or events (filecache keeps it).
+ * info.json reads every message too (a damaged one makes it EIO); what
+ * it shows of the run beyond the store (parked) changes the run's time. */
+static bool cached_file(const char *sub)
+{
+	const char *name = strrchr(sub, '/');
+	bool in_chat = name != NULL;
+	name = name ? name + 1 : sub;
+	if (in_chat && strncmp(sub, "subagents/", 10) != 0)
+		return false;
+	return strcmp(name, "transcript") == 0 || strcmp(name, "messages.json") == 0 ||
+	       (!in_chat && (strcmp(name, "events") == 0 || strcmp(name, "info.json") == 0));
+}
+
+/* The owner, group and mode bits every file of a run gets at the end. */
+static void run_file_finish(const struct runs *r, const struct run_view *v, struct run_file *f)
+{
+	f->uid = v->uid;
+	f->gid = v->gid;
+	/* Shared with other users: the run is its owner's alone (the
+	 * kernel checks these modes: default_permissions). */
+	if (r->allow_other)
+		f->perm = f->dir ? 0700 : (f->perm & 0222) ? 0600 : 0400;
+}
+
 static int run_lookup(struct runs *r, const char *id, const char *sub, struct strlist *names,
 		      struct run_file *f)
 {
@@ -1648,6 +1690,19 @@ static int run_lookup(struct runs *r, const char *id, const char *sub, struct st
 	int rc = run_view_get(r, id, &v);
 	if (rc < 0)
 		return rc;
+	/* Rendered already at this version of the run: no store, no render. */
+	bool cached = f && cached_file(sub);
+	struct filecache_version ver = { v.changed, store_writes(r->store) };
+	struct file_bytes *fb = cached ? filecache_get(r->files, id, v.serial, sub, ver) : NULL;
+	if (fb) {
+		memset(f, 0, sizeof *f);
+		f->mtime = v.changed;
+		f->perm = 0444;
+		f->bytes = fb;
+		run_file_finish(r, &v, f);
+		run_view_free(&v);
+		return 0;
+	}
 	struct run_row row = { 0 };
 	struct chat_row *chats = NULL;
 	size_t nchats = 0;
@@ -1723,14 +1778,18 @@ static int run_lookup(struct runs *r, const char *id, const char *sub, struct st
 	}
 	if (rc < 0 && f)
 		buf_free(&f->data);
-	if (rc == 0 && f) {
-		f->uid = v.uid;
-		f->gid = v.gid;
-		/* Shared with other users: the run is its owner's alone (the
-		 * kernel checks these modes: default_permissions). */
-		if (r->allow_other)
-			f->perm = f->dir ? 0700 : (f->perm & 0222) ? 0600 : 0400;
+	if (rc == 0 && f && cached && !f->dir) {
+		/* Kept for the stats and reads that follow at this version
+		 * (stamped with the run's change time and the store's write
+		 * count taken before rendering: a write that landed meanwhile
+		 * makes the next one render; the store's count sees the
+		 * writes that do not change the run's time, such as an
+		 * event). */
+		if ((f->bytes = file_bytes_from_buf(&f->data)))
+			filecache_put(r->files, id, v.serial, sub, ver, f->bytes);
 	}
+	if (rc == 0 && f)
+		run_file_finish(r, &v, f);
 	chat_rows_free(chats, nchats);
 	run_row_free(&row);
 	run_view_free(&v);

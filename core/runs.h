@@ -17,6 +17,7 @@
 #include "strlist.h"
 
 struct engine;
+struct file_bytes;
 struct runs;
 
 #define RUN_ID_MAX 64
@@ -162,7 +163,10 @@ struct run_file {
 	                          and 0600 */
 	uid_t uid;             /* the run's owner */
 	gid_t gid;
-	struct buf data;       /* the bytes (files only) */
+	struct buf data;       /* the bytes (files only), unless bytes is set */
+	struct file_bytes *bytes; /* or: the bytes of a large file, shared
+	                          (transcript, messages.json, events); drop
+	                          the reference with file_bytes_unref */
 	struct timespec mtime;
 };
 
@@ -179,7 +183,10 @@ bool runs_file_always_present(const char *name);
 /* The names in runs/<id>/<sub> (sub "" = the run directory,
  * "subagents", or "subagents/<chat>"), sorted; -ENOENT/-ENOTDIR. */
 int runs_readdir(struct runs *r, const char *id, const char *sub, struct strlist *out);
-/* The file or directory runs/<id>/<sub>; free f->data with buf_free. The
+/* The file or directory runs/<id>/<sub>; free f->data with buf_free and
+ * f->bytes with file_bytes_unref. A large file rendered from all of the
+ * run's messages or events is rendered once per change of the run: a stat
+ * or read at the same version is answered from those bytes. The
  * `wait` file holds the status when the run is settled, else nothing (a
  * reader is held until it settles: fs/ does that). -ENOENT when it does
  * not exist (yet). */

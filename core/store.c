@@ -50,6 +50,7 @@ struct store {
 	struct cached_stmt cache[STMT_CACHE_MAX];
 	size_t ncache;
 	int owner_fd;         /* flock'ed: one daemon per database */
+	uint64_t writes;      /* rows this connection changed (atomic) */
 	/* The -shm file SQLite maps (see shm_check): open until SQLite is
 	 * done with it, as closing any descriptor of a file drops the
 	 * process's fcntl locks on it, SQLite's among them. -1: none. */
@@ -416,7 +417,15 @@ static void lock(struct store *st)
 
 static void unlock(struct store *st)
 {
+	/* Every write is counted before the lock goes (store_writes). */
+	__atomic_store_n(&st->writes, (uint64_t)sqlite3_total_changes64(st->db),
+			 __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&st->lock);
+}
+
+uint64_t store_writes(struct store *st)
+{
+	return __atomic_load_n(&st->writes, __ATOMIC_ACQUIRE);
 }
 
 /* Compact JSON text of v (any JSON value), or NULL with *rc set. */
@@ -1529,9 +1538,10 @@ int store_messages(struct store *st, const char *run_id, const char *chat_id,
 	*out = NULL;
 	if (empty(run_id))
 		return no_run("", err);
-	json_t *arr = json_array();
-	if (!arr)
-		return oom(err);
+	/* The texts are copied out under the lock and parsed after it: a
+	 * large chat took the store from every other user for as long as
+	 * parsing it took. */
+	struct strlist texts = {0};
 	lock(st);
 	int rc = exists_locked(st, run_id, err);
 	sqlite3_stmt *s;
@@ -1545,18 +1555,34 @@ int store_messages(struct store *st, const char *run_id, const char *chat_id,
 				  SQLITE_STATIC);
 		int step;
 		while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-			json_t *m;
-			rc = col_json(s, 0, &m, "a message", run_id, err);
-			if (rc == 0 && json_array_append_new(arr, m) < 0)
+			const char *t = (const char *)sqlite3_column_text(s, 0);
+			if (strlist_add(&texts, t ? t : "") < 0) {
 				rc = oom(err);
-			if (rc)
 				break;
+			}
 		}
 		if (rc == 0 && step != SQLITE_DONE)
 			rc = db_fail(st, err, "reading messages");
 		release(st, s);
 	}
 	unlock(st);
+	json_t *arr = rc == 0 ? json_array() : NULL;
+	if (rc == 0 && !arr)
+		rc = oom(err);
+	for (size_t i = 0; rc == 0 && i < texts.n; i++) {
+		json_error_t je;
+		json_t *m = json_loads(texts.items[i], JSON_DECODE_ANY, &je);
+		if (!m) {
+			set_err(err, "state database: run '%s': a message is not JSON: %s",
+				run_id, je.text);
+			log_damage("state database: run '%s': a message is not JSON (%s): the "
+				   "file that shows it reads as EIO", run_id, je.text);
+			rc = -EIO;
+		} else if (json_array_append_new(arr, m) < 0) {
+			rc = oom(err);
+		}
+	}
+	strlist_free(&texts);
 	if (rc) {
 		json_decref(arr);
 		return rc;

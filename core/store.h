@@ -131,6 +131,11 @@ struct run_change {
  * with *err set. */
 struct store *store_open(const char *path, char **err);
 
+/* How many rows this store has written so far: a read of the store made
+ * after it returned n shows every write counted in n. Never blocks (no
+ * lock is taken), so a cache of what was read can be checked cheaply. */
+uint64_t store_writes(struct store *st);
+
 /* The identity (st_dev, st_ino, ...) of the database file the store opened,
  * whatever its path names now. Returns 0 or a negative errno. */
 int store_file_stat(struct store *st, struct stat *out);

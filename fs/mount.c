@@ -31,6 +31,11 @@
  * change when the disk does, and are then invalidated explicitly. */
 #define STATIC_TIMEOUT 3600.0
 
+/* Request threads at most (libfuse makes them as requests wait, and keeps
+ * them). Waits on runs/<id>/wait hold none; each request that waits on the
+ * store or on a render holds one until it is answered. */
+#define MOUNT_THREADS_MAX 16
+
 /* What the run manager hands back to wait_done: it owns it until it
  * calls wait_done, or until runs_wait_cancel takes the wait back. */
 struct wait_ticket {
@@ -105,10 +110,15 @@ struct mount {
 	pthread_t note_thread;
 	bool note_thread_started;
 
-	/* Files open under runs/ (the request thread's alone): freed at
-	 * release, or at exit for those still open then. */
+	/* Files open under runs/: freed at release, or at exit for those
+	 * still open then. opens_lock guards the list (each open's bytes
+	 * have their own lock, struct run_open). */
+	pthread_mutex_t opens_lock;
 	struct run_open *opens;
-	/* Listings being read (the request thread's alone), see do_readdir. */
+	/* Listings being read, see do_readdir; listing_lock guards the
+	 * table and the counters below (a listing taken out of it is its
+	 * taker's alone until it is put back). */
+	pthread_mutex_t listing_lock;
 	struct listing listings[LISTINGS_KEPT];
 	uint64_t listing_clock;  /* counts READDIRs: struct listing.used */
 	uint32_t listing_gen;    /* the last listing's struct listing.gen */
@@ -132,6 +142,8 @@ struct run_ref {
  * long transcript gets one consistent copy and the daemon renders it once
  * instead of once per read. */
 struct run_open {
+	pthread_mutex_t lock; /* guards data, len, have and changed: two
+				 threads may read one open at once */
 	char *data;
 	size_t len;
 	bool have;
@@ -337,16 +349,19 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			fuse_reply_err(req, ENOMEM);
 			return;
 		}
+		pthread_mutex_init(&ro->lock, NULL);
 		if ((fi->flags & O_ACCMODE) != O_RDONLY && m->runs &&
 		    view_run_file(path, id, sizeof id, &name))
 			ro->writer = runs_open_writer(m->runs, id, name);
 		/* A writer's FLUSH can start the run (runs_close_writer). */
 		fi->noflush = !ro->writer;
 		ro->opener = fuse_req_ctx(req)->pid;
+		pthread_mutex_lock(&m->opens_lock);
 		ro->next = m->opens;
 		if (m->opens)
 			m->opens->prev = ro;
 		m->opens = ro;
+		pthread_mutex_unlock(&m->opens_lock);
 		fi->fh = (uintptr_t)ro;
 	} else {
 		if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
@@ -381,9 +396,35 @@ static void reply_range(fuse_req_t req, const char *data, size_t len, size_t siz
 		fuse_reply_buf(req, data + off, len - (size_t)off < size ? len - (size_t)off : size);
 }
 
+/* Answers a read of an open under runs/ from its bytes (rc: 0, or the
+ * negative errno to answer with), and lets go of its lock: what is sent
+ * is copied first, since once a reply is out the reader may close and
+ * the RELEASE free ro, and another read of the same open may make its
+ * bytes anew. */
+static void reply_open_range(fuse_req_t req, struct run_open *ro, int rc, size_t size, off_t off)
+{
+	char *copy = NULL;
+	size_t n = 0;
+	if (rc == 0 && (size_t)off < ro->len) {
+		n = ro->len - (size_t)off < size ? ro->len - (size_t)off : size;
+		copy = malloc(n);
+		if (copy)
+			memcpy(copy, ro->data + off, n);
+		else
+			rc = -ENOMEM;
+	}
+	pthread_mutex_unlock(&ro->lock);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_buf(req, copy, n);
+	free(copy);
+}
+
 static void read_run_file(struct mount *m, fuse_req_t req, struct run_open *ro,
 			  const char *path, const char *id, size_t size, off_t off)
 {
+	pthread_mutex_lock(&ro->lock);
 	struct timespec changed;
 	int rc = runs_changed_at(m->runs, id, &changed);
 	if (rc == 0 && (!ro->have || changed.tv_sec != ro->changed.tv_sec ||
@@ -403,10 +444,7 @@ static void read_run_file(struct mount *m, fuse_req_t req, struct run_open *ro,
 			ro->changed = changed;
 		}
 	}
-	if (rc < 0)
-		fuse_reply_err(req, -rc);
-	else
-		reply_range(req, ro->data, ro->len, size, off);
+	reply_open_range(req, ro, rc, size, off);
 }
 
 /* runs/new: one fresh id per open, kept for that open's reads, so each
@@ -414,27 +452,28 @@ static void read_run_file(struct mount *m, fuse_req_t req, struct run_open *ro,
 static void read_new_id(struct mount *m, fuse_req_t req, struct run_open *ro, size_t size,
 			off_t off)
 {
+	pthread_mutex_lock(&ro->lock);
+	int rc = 0;
 	if (!ro->have) {
 		struct snapshot *s = engine_snapshot(m->engine);
-		int rc = view_read_all(s, "runs/new", &ro->data, &ro->len);
+		rc = view_read_all(s, "runs/new", &ro->data, &ro->len);
 		snapshot_unref(s);
-		if (rc < 0) {
-			fuse_reply_err(req, -rc);
-			return;
-		}
-		ro->have = true;
+		ro->have = rc == 0;
 	}
-	reply_range(req, ro->data, ro->len, size, off);
+	reply_open_range(req, ro, rc, size, off);
 }
 
 static void run_open_free(struct mount *m, struct run_open *ro)
 {
+	pthread_mutex_lock(&m->opens_lock);
 	if (ro->prev)
 		ro->prev->next = ro->next;
 	else
 		m->opens = ro->next;
 	if (ro->next)
 		ro->next->prev = ro->prev;
+	pthread_mutex_unlock(&m->opens_lock);
+	pthread_mutex_destroy(&ro->lock);
 	free(ro->data);
 	free(ro);
 }
@@ -531,40 +570,63 @@ static off_t listing_offset(const struct listing *l, size_t place)
 	return (off_t)(((uint64_t)l->gen << 32) | (uint64_t)place);
 }
 
-/* The listing of ino for a READDIR at off: taken afresh at offset 0 (an
- * opendir or a rewinddir: it shows what is there now), else the one the
- * offset names, or a fresh one when that was evicted (the least recently
- * read of LISTINGS_KEPT goes). *place: where in it to go on. NULL with *rc
- * on error. */
-static struct listing *listing_for(struct mount *m, fuse_ino_t ino, const char *path,
-				   struct snapshot *s, off_t off, size_t *place, int *rc)
+/* Takes the listing of ino for a READDIR at off out of the table into
+ * *l: afresh at offset 0 (an opendir or a rewinddir: it shows what is
+ * there now), else the one the offset names, or a fresh one when that was
+ * evicted. Out of the table it is the caller's alone (listing_put gives it
+ * back), and no lock is held while the directory is listed. *place: where
+ * in it to go on. Returns 0 or a negative errno. */
+static int listing_take(struct mount *m, fuse_ino_t ino, const char *path, struct snapshot *s,
+			off_t off, struct listing *l, size_t *place)
 {
 	uint32_t gen = (uint32_t)((uint64_t)off >> 32);
 	*place = (size_t)((uint64_t)off & 0xffffffffu);
-	struct listing *l = NULL, *oldest = &m->listings[0];
-	for (size_t i = 0; i < LISTINGS_KEPT; i++) {
+	bool found = false;
+	pthread_mutex_lock(&m->listing_lock);
+	for (size_t i = 0; off != 0 && !found && i < LISTINGS_KEPT; i++) {
 		struct listing *c = &m->listings[i];
-		if (off != 0 && c->ino == ino && c->gen == gen)
-			l = c;
-		if (c->used < oldest->used)
-			oldest = c;
+		if (c->ino == ino && c->gen == gen) {
+			*l = *c;
+			*c = (struct listing){ 0 };
+			found = true;
+		}
 	}
-	if (!l) {
-		struct view_dirent *ents = NULL;
-		size_t n = 0;
-		*rc = view_readdir(s, path, &ents, &n);
-		if (*rc < 0)
-			return NULL;
-		l = oldest;
+	pthread_mutex_unlock(&m->listing_lock);
+	if (found)
+		return 0;
+	struct view_dirent *ents = NULL;
+	size_t n = 0;
+	int rc = view_readdir(s, path, &ents, &n);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&m->listing_lock);
+	m->listing_gen = (m->listing_gen + 1) & 0x7fffffffu;
+	if (!m->listing_gen)
+		m->listing_gen = 1;
+	*l = (struct listing){ .ino = ino, .gen = m->listing_gen, .ents = ents, .n = n };
+	m->listings_taken++;
+	pthread_mutex_unlock(&m->listing_lock);
+	return 0;
+}
+
+/* Gives a listing from listing_take back for the READDIRs that go on in
+ * it (the least recently read of LISTINGS_KEPT goes), or drops it when it
+ * was read to its end: nothing more will be asked of it. */
+static void listing_put(struct mount *m, struct listing *l, bool done)
+{
+	if (done) {
 		listing_drop(l);
-		m->listing_gen = (m->listing_gen + 1) & 0x7fffffffu;
-		if (!m->listing_gen)
-			m->listing_gen = 1;
-		*l = (struct listing){ .ino = ino, .gen = m->listing_gen, .ents = ents, .n = n };
-		m->listings_taken++;
+		return;
 	}
-	l->used = ++m->listing_clock;
-	return l;
+	pthread_mutex_lock(&m->listing_lock);
+	struct listing *oldest = &m->listings[0];
+	for (size_t i = 1; i < LISTINGS_KEPT; i++)
+		if (m->listings[i].used < oldest->used)
+			oldest = &m->listings[i];
+	listing_drop(oldest);
+	*oldest = *l;
+	oldest->used = ++m->listing_clock;
+	pthread_mutex_unlock(&m->listing_lock);
 }
 
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
@@ -576,17 +638,21 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 		rc = run_access(m, req, path);
 	struct snapshot *s = engine_snapshot(m->engine);
 	size_t place = 0;
-	struct listing *l = rc == 0 ? listing_for(m, ino, path, s, off, &place, &rc) : NULL;
-	if (!l) {
+	struct listing taken = { 0 };
+	if (rc == 0)
+		rc = listing_take(m, ino, path, s, off, &taken, &place);
+	if (rc < 0) {
 		snapshot_unref(s);
 		fuse_reply_err(req, -rc);
 		return;
 	}
+	struct listing *l = &taken;
 	const struct view_dirent *ents = l->ents;
 	size_t n = l->n;
 	char *buf = malloc(size);
 	if (!buf) {
 		snapshot_unref(s);
+		listing_put(m, l, false);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
@@ -634,9 +700,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 					       listing_offset(l, i + 1));
 	}
 	snapshot_unref(s);
-	/* Read to its end: nothing more will be asked of it. */
-	if (place >= n + 2)
-		listing_drop(l);
+	listing_put(m, l, place >= n + 2);
 	fuse_reply_buf(req, buf, used);
 	free(buf);
 }
@@ -1124,6 +1188,19 @@ static bool catalog_names_changed(const struct catalog *a, const struct catalog 
 	return false;
 }
 
+/* Whether the catalogue entry of the skill named name[0..len) differs
+ * between old and now. */
+static bool skill_changed(const struct snapshot *old, const struct snapshot *now,
+			  const char *name, size_t len)
+{
+	char nm[256];
+	if (len >= sizeof nm)
+		return false;
+	memcpy(nm, name, len);
+	nm[len] = '\0';
+	return entry_changed(catalog_find(old->catalog, nm), catalog_find(now->catalog, nm));
+}
+
 static void invalidate(struct mount *m, const struct node_ref *r)
 {
 	const char *slash = strrchr(r->path, '/');
@@ -1188,16 +1265,14 @@ static void on_change(void *ctx, const struct snapshot *old, const struct snapsh
 			hit = names_changed;
 		} else if (strcmp(p, "tools") == 0) {
 			hit = config_changed;
+		} else if (view_gate_skill_of(p, &name, &len)) {
+			/* A skill's gate directory follows the config and that
+			 * skill; the gate listing is configs/<cfg>/skills. */
+			hit = config_changed || skill_changed(old, now, name, len);
 		} else if (strncmp(p, "configs", 7) == 0 && (p[7] == '\0' || p[7] == '/')) {
 			hit = config_changed || any_skill_changed;
 		} else if (view_skill_of(p, &name, &len)) {
-			char nm[256];
-			if (len < sizeof nm) {
-				memcpy(nm, name, len);
-				nm[len] = '\0';
-				hit = config_changed || entry_changed(catalog_find(old->catalog, nm),
-								      catalog_find(now->catalog, nm));
-			}
+			hit = config_changed || skill_changed(old, now, name, len);
 		}
 		if (hit)
 			invalidate(m, &refs[i]);
@@ -1345,6 +1420,8 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 	m.gid = getgid();
 	pthread_mutex_init(&m.wait_lock, NULL);
 	pthread_mutex_init(&m.note_lock, NULL);
+	pthread_mutex_init(&m.opens_lock, NULL);
+	pthread_mutex_init(&m.listing_lock, NULL);
 	pthread_cond_init(&m.note_cond, NULL);
 	m.notes_tail = &m.notes;
 	if (nodes_init(&m.nodes) < 0) {
@@ -1440,17 +1517,30 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 		fprintf(stderr, "skillfs: warning: not following changes on disk: %s\n",
 			strerror(errno));
 
-	/* One thread serves every request: no handler waits (a wait read is
-	 * answered later, models and tools run on the run workers, changes
-	 * are announced from the notifier and watcher threads), and one
-	 * thread that stays warm answers the open of a walk 6-8% faster than
-	 * a pool whose threads take turns. */
+	/* A pool of request threads: a request that has to wait (the store
+	 * locked by another process, a large run file read from the store, a
+	 * skill's file read from a slow disk) holds one thread, not the
+	 * mount. A wait read holds none (it is answered later). Threads are
+	 * kept once made, so a walk finds one warm. libfuse's threads block
+	 * every signal: SIGUSR2 (kick_loop) reaches this thread, whose wait
+	 * for the loop's end it interrupts, and the loop then ends its
+	 * threads. */
 	sigset_t kickset;
 	sigemptyset(&kickset);
 	sigaddset(&kickset, SIGUSR2);
-	pthread_sigmask(SIG_UNBLOCK, &kickset, NULL);
-	status = fuse_session_loop(m.se) == 0 ? 0 : 1;
-	pthread_sigmask(SIG_BLOCK, &kickset, NULL);
+	struct fuse_loop_config *loop = fuse_loop_cfg_create();
+	if (!loop) {
+		fprintf(stderr, "skillfs: out of memory\n");
+		status = 1;
+	} else {
+		fuse_loop_cfg_set_max_threads(loop, MOUNT_THREADS_MAX);
+		fuse_loop_cfg_set_idle_threads(loop, MOUNT_THREADS_MAX);
+		fuse_loop_cfg_set_clone_fd(loop, 0);
+		pthread_sigmask(SIG_UNBLOCK, &kickset, NULL);
+		status = fuse_session_loop_mt(m.se, loop) == 0 ? 0 : 1;
+		pthread_sigmask(SIG_BLOCK, &kickset, NULL);
+		fuse_loop_cfg_destroy(loop);
+	}
 	__atomic_store_n(&m.loop_done, 1, __ATOMIC_RELEASE);
 	m.stopping = 1;
 	engine_unwatch(e);

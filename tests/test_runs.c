@@ -19,6 +19,7 @@
 #include <sqlite3.h>
 
 #include "engine.h"
+#include "filecache.h"
 #include "runs.h"
 #include "store.h"
 #include "strlist.h"
@@ -363,9 +364,11 @@ static char *run_text(struct runs *r, const char *id, const char *name)
 {
 	struct run_file rf;
 	assert_int_equal(runs_stat_file(r, id, name, &rf), 0);
-	char *t = strndup(rf.data.data ? rf.data.data : "", rf.data.len);
+	char *t = rf.bytes ? strndup(rf.bytes->data, rf.bytes->len)
+			   : strndup(rf.data.data ? rf.data.data : "", rf.data.len);
 	assert_non_null(t);
 	buf_free(&rf.data);
+	file_bytes_unref(rf.bytes);
 	return t;
 }
 
