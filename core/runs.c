@@ -1520,8 +1520,8 @@ static int errno_of_render(int rc)
 	return rc >= 0 ? 0 : rc == -1 ? -ENOMEM : rc;
 }
 
-/* For a stat (size_only), the size of messages.json of chat (NULL: the
- * main one) without rendering it, in f; -EAGAIN when it must be rendered
+/* For a stat (size_only), the size of messages.json of chat without
+ * rendering it, in f; -EAGAIN when it must be rendered
  * (messages stored before their sizes were kept). */
 static int messages_json_sized(struct runs *r, const char *id, const char *chat, bool size_only,
 			       struct run_file *f)
@@ -1587,7 +1587,8 @@ static int run_file(struct runs *r, const struct run_view *v, const struct run_r
 	} else if (strcmp(name, "transcript") == 0) {
 		rc = agent_transcript(r->store, row->id, out);
 	} else if (strcmp(name, "messages.json") == 0) {
-		rc = messages_json_sized(r, row->id, NULL, size_only, f);
+		rc = messages_json_sized(r, row->id, row->chat_id ? row->chat_id : AGENT_MAIN_CHAT,
+					 size_only, f);
 		if (rc == -EAGAIN)
 			rc = agent_messages_json(r->store, row->id, NULL, out);
 	} else if (strcmp(name, "events") == 0) {
