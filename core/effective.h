@@ -39,7 +39,7 @@ struct effective {
 	size_t ngate;
 };
 
-/* The state's word as shown in configs/<cfg>/skills ("below-trust", ...). */
+/* The state's word as shown in configs/<cfg>/attachments ("below-trust", ...). */
 const char *eff_state_name(enum eff_state s);
 
 /* R1 over a configuration (attach_all: every catalogue skill in name order)

@@ -194,14 +194,42 @@ static bool listable(const struct config *c, const struct catalog_entry *e)
 	/* R14: in global inline mode a skill with sub-skills is not listed */
 	if ((!c || c->execution_mode == EXEC_INLINE) && mode_has_sub_skills(s))
 		return false;
-	return true;
+	/* the model cannot know when to use it; the skill warns (skill.c) */
+	return skill_has_description(s);
 }
 
-static int render_line(struct buf *b, const struct skill *s, bool via_tool)
+static bool space(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
+}
+
+size_t prompt_description_cut(const char *d, size_t len)
+{
+	if (prompt_utf8_prefix(d, len, PROMPT_DESCRIPTION_MAX) == len)
+		return len;
+	size_t cut = prompt_utf8_prefix(d, len, PROMPT_DESCRIPTION_MAX - 1);
+	if (!space(d[cut])) { /* back to the start of the word cut through */
+		size_t w = cut;
+		while (w > 0 && !space(d[w - 1]))
+			w--;
+		if (w > 0)
+			cut = w;
+	}
+	size_t end = cut;
+	while (end > 0 && space(d[end - 1]))
+		end--;
+	return end ? end : cut;
+}
+
+/* One <skill> line; *cut is set when the description was shortened. */
+static int render_line(struct buf *b, const struct skill *s, bool via_tool,
+		       bool *cut)
 {
 	const char *name = skill_name(s);
 	const char *d = s->description ? s->description : "";
-	size_t dlen = prompt_utf8_prefix(d, strlen(d), PROMPT_DESCRIPTION_MAX);
+	size_t full = strlen(d);
+	size_t dlen = prompt_description_cut(d, full);
+	*cut = dlen < full;
 	int rc = buf_puts(b, "<skill name=\"");
 	if (rc == 0)
 		rc = prompt_xml_escape(b, name, strlen(name));
@@ -216,9 +244,31 @@ static int render_line(struct buf *b, const struct skill *s, bool via_tool)
 	}
 	if (rc == 0)
 		rc = prompt_xml_escape(b, d, dlen);
+	if (rc == 0 && *cut)
+		rc = buf_puts(b, PROMPT_ELLIPSIS);
 	if (rc == 0)
 		rc = buf_puts(b, "</skill>\n");
 	return rc;
+}
+
+static size_t utf8_chars(const char *s, size_t len)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < len; i++)
+		n += ((unsigned char)s[i] & 0xC0) != 0x80;
+	return n;
+}
+
+/* The warning for a description shortened in the listing. */
+static int warn_cut(struct prompt *p, const struct skill *s)
+{
+	const char *d = s->description;
+	size_t len = strlen(d);
+	return strlist_addf(&p->warnings,
+			    "skill '%s': description shortened in <available_skills> from %zu to %zu characters, cut at a word boundary and ended with an ellipsis (limit %d characters per description)",
+			    skill_name(s), utf8_chars(d, len),
+			    utf8_chars(d, prompt_description_cut(d, len)) + 1,
+			    PROMPT_DESCRIPTION_MAX);
 }
 
 static size_t summary_len(size_t n)
@@ -246,23 +296,37 @@ static int build_listing(const struct config *c, const struct catalog *cat,
 	if (total > 0)
 		rc = buf_puts(&b, listing_open);
 	size_t listed = 0;
-	for (size_t i = 0; i < neff && rc == 0 && listed < total; i++) {
+	bool full = false;
+	for (size_t i = 0; i < neff && rc == 0; i++) {
 		if (!cat || eff[i] >= cat->n || !listable(c, &cat->entries[eff[i]]))
 			continue;
 		const struct skill *s = cat->entries[eff[i]].skill;
-		line.len = 0;
-		if (render_line(&line, s, via_tool) < 0) {
-			rc = -1;
-			break;
+		if (!full) {
+			bool cut = false;
+			line.len = 0;
+			if (render_line(&line, s, via_tool, &cut) < 0) {
+				rc = -1;
+				break;
+			}
+			size_t need = b.len + line.len +
+				      summary_len(total - listed - 1) +
+				      sizeof listing_close - 1;
+			/* the first skill is always listed */
+			full = listed > 0 && need > (size_t)max;
+			if (!full) {
+				rc = buf_append(&b, line.data, line.len);
+				if (rc == 0)
+					rc = strlist_add(&p->listed, skill_name(s));
+				if (rc == 0 && cut)
+					rc = warn_cut(p, s);
+				listed++;
+				continue;
+			}
 		}
-		size_t need = b.len + line.len + summary_len(total - listed - 1) +
-			      sizeof listing_close - 1;
-		if (listed > 0 && need > (size_t)max)
-			break; /* the first skill is always listed */
-		rc = buf_append(&b, line.data, line.len);
-		if (rc == 0)
-			rc = strlist_add(&p->listed, skill_name(s));
-		listed++;
+		/* from the first that does not fit on: each named (O(n)) */
+		rc = strlist_addf(&p->warnings,
+				  "skill '%s' not listed in <available_skills>: the listing is full, budget skills.listingMaxBytes=%ld",
+				  skill_name(s), max);
 	}
 	p->unlisted = total - listed;
 	if (rc == 0 && p->unlisted > 0)

@@ -16,8 +16,11 @@
 #define PROMPT_SKILL_OPEN "<skill_reference"
 #define PROMPT_SKILL_CLOSE "</skill_reference>"
 
-/* Descriptions in <available_skills> are cut to this many characters. */
+/* A description in <available_skills> holds at most this many characters:
+ * a longer one is cut at a word boundary and ends in PROMPT_ELLIPSIS (the
+ * ellipsis counted), with a warning naming the skill and the limit. */
 #define PROMPT_DESCRIPTION_MAX 200
+#define PROMPT_ELLIPSIS "\xE2\x80\xA6" /* U+2026 */
 
 /* The constant first part of every system prompt. */
 extern const char prompt_base[];
@@ -33,7 +36,9 @@ struct prompt {
 	struct strlist dropped;  /* knowledge skills dropped for the budget (R9) */
 	struct strlist listed;   /* action skills in <available_skills> */
 	size_t unlisted;         /* listable skills cut by the listing budget */
-	struct strlist warnings; /* one per budget drop, naming skill and budget */
+	struct strlist warnings; /* one per budget drop (skill block or listing)
+				    and per description shortened in the
+				    listing, naming skill and limit */
 };
 
 /* Appends body to out with every frame marker defused: a '<' that starts
@@ -49,6 +54,14 @@ int prompt_xml_escape(struct buf *out, const char *s, size_t len);
 /* The byte length of the longest prefix of s holding at most max UTF-8
  * characters. */
 size_t prompt_utf8_prefix(const char *s, size_t len, size_t max);
+
+/* The byte length of the part of description d (len bytes) that
+ * <available_skills> shows: len when d holds at most
+ * PROMPT_DESCRIPTION_MAX characters; else the longest prefix of at most
+ * PROMPT_DESCRIPTION_MAX - 1 characters (room for the ellipsis) ending at
+ * a word boundary, blanks before the cut dropped (a first word longer than
+ * that is cut inside). */
+size_t prompt_description_cut(const char *d, size_t len);
 
 /* Assembles the prompt for the effective skills eff (catalogue indexes, in
  * effective order) under the allow-list g (which decides the invocation

@@ -11,11 +11,11 @@
 
 const char *const resolution_file_names[RES_NFILES] = {
 	[RES_ALLOWED_TOOLS] = "allowed-tools",
+	[RES_ATTACHMENTS] = "attachments",
 	[RES_AVAILABLE_SKILLS] = "available-skills",
 	[RES_EFFECTIVE] = "effective",
 	[RES_GRANTS_JSON] = "grants.json",
 	[RES_SKILL_BLOCK] = "skill-block",
-	[RES_SKILLS] = "skills",
 	[RES_SYSTEM_PROMPT] = "system-prompt",
 	[RES_WARNINGS] = "warnings",
 };
@@ -31,7 +31,38 @@ void resolution_free(struct resolution *r)
 	strlist_free(&r->warnings);
 	for (int i = 0; i < RES_NFILES; i++)
 		free(r->text[i]);
+	free(r->eff_sorted);
 	free(r);
+}
+
+static int cmp_index(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Fills r->eff_sorted from r->eff. Returns 0 or -1 on ENOMEM. */
+static int sort_effective(struct resolution *r)
+{
+	size_t n = r->eff.neff;
+	r->eff_sorted = malloc((n ? n : 1) * sizeof *r->eff_sorted);
+	if (!r->eff_sorted)
+		return -1;
+	if (n)
+		memcpy(r->eff_sorted, r->eff.eff, n * sizeof *r->eff_sorted);
+	qsort(r->eff_sorted, n, sizeof *r->eff_sorted, cmp_index);
+	size_t w = 0;
+	for (size_t i = 0; i < n; i++)
+		if (w == 0 || r->eff_sorted[w - 1] != r->eff_sorted[i])
+			r->eff_sorted[w++] = r->eff_sorted[i];
+	r->neff_sorted = w;
+	return 0;
+}
+
+bool resolution_is_effective(const struct resolution *r, size_t ci)
+{
+	return r && r->neff_sorted &&
+	       bsearch(&ci, r->eff_sorted, r->neff_sorted, sizeof ci, cmp_index);
 }
 
 const char *resolution_file(const struct resolution *r, const char *name,
@@ -123,7 +154,7 @@ static int render(struct resolution *r)
 				eff_state_name(r->eff.items[i].state),
 				r->eff.items[i].reason);
 	if (rc == 0)
-		rc = set_text(r, RES_SKILLS, &b);
+		rc = set_text(r, RES_ATTACHMENTS, &b);
 
 	for (size_t i = 0; i < r->eff.n && rc == 0; i++)
 		if (r->eff.items[i].state == EFF_EFFECTIVE)
@@ -183,7 +214,8 @@ struct resolution *resolution_build(const struct config *c,
 	int rc = -1;
 	r->config_name = strdup(cfg->name ? cfg->name : "");
 	if (!r->config_name ||
-	    effective_resolve(c, cat, cfg, forced, nforced, &r->eff) < 0)
+	    effective_resolve(c, cat, cfg, forced, nforced, &r->eff) < 0 ||
+	    sort_effective(r) < 0)
 		goto out;
 	gate = malloc((r->eff.ngate ? r->eff.ngate : 1) * sizeof *gate);
 	if (!gate)

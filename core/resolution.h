@@ -4,6 +4,7 @@
 #ifndef SKILLFS_RESOLUTION_H
 #define SKILLFS_RESOLUTION_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "catalog.h"
@@ -13,14 +14,15 @@
 #include "prompt.h"
 #include "strlist.h"
 
-/* The files under configs/<cfg>/, in sorted (strcmp) order. */
+/* The files under configs/<cfg>/, in sorted (strcmp) order. (The
+ * directory configs/<cfg>/skills/, the gate view, is the view's.) */
 enum resolution_file_id {
 	RES_ALLOWED_TOOLS = 0, /* one tool per line; "bash(git diff:*)" when patterned */
+	RES_ATTACHMENTS,       /* "<name> <state> <reason>" per attachment */
 	RES_AVAILABLE_SKILLS,  /* the <available_skills> section */
 	RES_EFFECTIVE,         /* effective skills, one per line */
 	RES_GRANTS_JSON,       /* grants_to_json plus "configuration" */
 	RES_SKILL_BLOCK,       /* the framed knowledge-skill block */
-	RES_SKILLS,            /* "<name> <state> <reason>" per attachment */
 	RES_SYSTEM_PROMPT,     /* base + skill block + available skills */
 	RES_WARNINGS,          /* every warning, one per line */
 	RES_NFILES
@@ -36,6 +38,10 @@ struct resolution {
 	struct strlist warnings;
 	char *text[RES_NFILES]; /* each NUL-terminated; "" when empty */
 	size_t len[RES_NFILES];
+	/* The catalogue indexes of the effective skills, ascending and each
+	 * once: in name order, as the catalogue is sorted by name. */
+	size_t *eff_sorted;
+	size_t neff_sorted;
 };
 
 /* Resolves cfg (with the forced skill names, may be NULL when nforced is 0)
@@ -53,6 +59,9 @@ struct resolution *resolution_build(const struct config *c,
  * unknown name. */
 const char *resolution_file(const struct resolution *r, const char *name,
 			    size_t *len);
+
+/* Whether catalogue entry ci is an effective skill of r. O(log n). */
+bool resolution_is_effective(const struct resolution *r, size_t ci);
 
 /* Frees r and everything it holds. NULL is ignored. */
 void resolution_free(struct resolution *r);

@@ -2,8 +2,10 @@
  *
  * One file past 1,200 lines: the front-matter scanner, the libyaml event
  * reader with its limits and the rules of each field feed each other
- * (a field's rule needs the reader's line numbers and limits), and one
- * reading of the file is easier to check whole. */
+ * (a field's rule needs the reader's line numbers and limits; the one
+ * lenient retry of a description needs the reader's state where it
+ * failed, and the reader again), and one reading of the file is easier to
+ * check whole. */
 #include "skill.h"
 
 #include <ctype.h>
@@ -443,6 +445,17 @@ struct yload {
 	char *err;        /* why the front-matter is invalid */
 	struct skill *s;  /* for warnings */
 	size_t line0;     /* file line of the first front-matter line */
+	/* For the lenient retry (lenient_description): whether the root is a
+	 * block mapping; its last key: whether it was a plain 'description',
+	 * where it began; the line of the last value read at depth 1 and
+	 * whether it was a plain scalar; and the line of a libyaml scanner or
+	 * parser error (+1; 0: none). */
+	bool root_block;
+	bool key_description;
+	size_t key_line, key_col;
+	size_t val_line;
+	bool val_plain;
+	size_t syntax_line;
 };
 
 static int yfail(struct yload *y, size_t line, const char *fmt, ...)
@@ -649,6 +662,16 @@ static int yevent(struct yload *y, yaml_event_t *ev, int *docs, bool *done)
 		json_t *j = scalar_json(ev, key_pos);
 		if (!j)
 			return OOM;
+		bool plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+		if (key_pos && y->depth == 1) {
+			y->key_description = plain && strcmp(v, "description") == 0;
+			y->key_line = ev->start_mark.line;
+			y->key_col = ev->start_mark.column;
+			y->val_plain = false; /* its value is yet to come */
+		} else if (y->depth == 1) {
+			y->val_line = ev->start_mark.line;
+			y->val_plain = plain;
+		}
 		if (ev->data.scalar.anchor &&
 		    yanchor_add(y, (const char *)ev->data.scalar.anchor, j)) {
 			json_decref(j);
@@ -658,6 +681,8 @@ static int yevent(struct yload *y, yaml_event_t *ev, int *docs, bool *done)
 	}
 	case YAML_ALIAS_EVENT: {
 		const char *name = (const char *)ev->data.alias.anchor;
+		if (y->depth == 1)
+			y->val_plain = false;
 		const struct yanchor *a = yanchor_find(y, name);
 		if (!a) {
 			char *q = qs(name);
@@ -675,6 +700,11 @@ static int yevent(struct yload *y, yaml_event_t *ev, int *docs, bool *done)
 			return yfail(y, line, "a mapping key must be a plain value, "
 				     "not a list or a mapping");
 		bool seq = ev->type == YAML_SEQUENCE_START_EVENT;
+		if (y->depth == 1)
+			y->val_plain = false;
+		if (!seq && y->depth == 0)
+			y->root_block = ev->data.mapping_start.style !=
+					YAML_FLOW_MAPPING_STYLE;
 		const yaml_char_t *anchor = seq ? ev->data.sequence_start.anchor
 						: ev->data.mapping_start.anchor;
 		struct yframe f = {
@@ -716,6 +746,8 @@ static int yparser_error(struct yload *y, const yaml_parser_t *p,
 	if (p->error == YAML_MEMORY_ERROR)
 		return OOM;
 	const char *problem = p->problem ? p->problem : "unknown error";
+	if (p->error == YAML_SCANNER_ERROR || p->error == YAML_PARSER_ERROR)
+		y->syntax_line = p->problem_mark.line + 1;
 	if (p->error == YAML_READER_ERROR)
 		return yfail(y, line_of(text, p->problem_offset) - 1,
 			     "YAML error: %s", problem);
@@ -728,11 +760,31 @@ static int yparser_error(struct yload *y, const yaml_parser_t *p,
 		     p->problem_mark.column + 1, problem);
 }
 
-/* Loads the front-matter text into *out (NULL when it holds no document).
- * Returns 0, 1 with *err set (invalid), or OOM. */
-static int yaml_load(struct skill *s, const char *text, size_t len,
-		     size_t line0, json_t **out, char **err)
+/* Whether y failed with a YAML syntax error on the line where the key
+ * 'description' of the root block mapping begins, at column 0 and plain,
+ * while reading that key's value (none yet, or a plain scalar begun on
+ * that line, as libyaml gives "x" before refusing "description: x: y"):
+ * the one failure lenient_description may retry. */
+static bool failed_in_top_description(const struct yload *y)
 {
+	if (!y->syntax_line || y->depth != 1 || !y->root_block ||
+	    !json_is_object(y->st[0].c) || !y->key_description ||
+	    y->key_col != 0 || y->key_line + 1 != y->syntax_line)
+		return false;
+	if (y->st[0].key) /* the key awaits its value */
+		return strcmp(y->st[0].key, "description") == 0;
+	return y->val_plain && y->val_line == y->key_line;
+}
+
+/* Loads the front-matter text into *out (NULL when it holds no document).
+ * Returns 0, 1 with *err set (invalid), or OOM. On 1, *desc_line (may be
+ * NULL) is the 0-based line of the text that failed plus one when
+ * failed_in_top_description holds, else 0. */
+static int yaml_load(struct skill *s, const char *text, size_t len,
+		     size_t line0, json_t **out, char **err, size_t *desc_line)
+{
+	if (desc_line)
+		*desc_line = 0;
 	struct yload *y = calloc(1, sizeof *y);
 	if (!y)
 		return OOM;
@@ -765,6 +817,8 @@ static int yaml_load(struct skill *s, const char *text, size_t len,
 		yaml_event_delete(&ev);
 	}
 	yaml_parser_delete(&p);
+	if (r > 0 && desc_line && failed_in_top_description(y))
+		*desc_line = y->syntax_line;
 
 	while (y->depth) {
 		struct yframe *f = &y->st[--y->depth];
@@ -1023,6 +1077,45 @@ static int read_sub_skills(struct skill *s, const json_t *fm)
 	return 0;
 }
 
+bool skill_has_description(const struct skill *s)
+{
+	return s && s->description &&
+	       s->description[strspn(s->description, " \t\r\n")] != '\0';
+}
+
+/* What an action skill without a description loses (prompt.c leaves it
+ * out of <available_skills>). */
+#define NOT_LISTED "the skill is not listed in <available_skills> (the model " \
+	"cannot know when to use a skill without a description)"
+
+/* The description's warnings, once the category is known: missing (not a
+ * string, or blank), and over SKILL_DESCRIPTION_MAX characters. */
+static int description_warnings(struct skill *s, const json_t *fm)
+{
+	const char *why = NULL;
+	if (!json_object_get(fm, "description"))
+		why = "no description in the front-matter";
+	else if (!s->description)
+		why = "no usable description"; /* str_key said why */
+	else if (!skill_has_description(s))
+		why = "the description is empty";
+	int r = 0;
+	if (why && s->category == SKILL_ACTION)
+		r = warnf(s, "%s: " NOT_LISTED, why);
+	else if (why)
+		r = warnf(s, "%s", why);
+	if (r || !s->description)
+		return r;
+	size_t chars = 0;
+	for (const unsigned char *p = (const unsigned char *)s->description; *p; p++)
+		chars += (*p & 0xC0) != 0x80;
+	if (chars > SKILL_DESCRIPTION_MAX)
+		r = warnf(s, "the description is %zu characters, over the limit of "
+			  "%d characters of the Agent Skills format", chars,
+			  SKILL_DESCRIPTION_MAX);
+	return r;
+}
+
 /* Takes fm (a JSON object) and reads the understood keys from it. */
 static int read_frontmatter(struct skill *s, json_t *fm)
 {
@@ -1030,10 +1123,6 @@ static int read_frontmatter(struct skill *s, json_t *fm)
 	int r = read_name(s, fm);
 	if (!r)
 		r = str_key(s, fm, "description", &s->description);
-	if (!r && !json_object_get(fm, "description"))
-		r = warnf(s, "no description in the front-matter");
-	else if (!r && s->description && !*s->description)
-		r = warnf(s, "the description is empty");
 	if (!r)
 		r = str_key(s, fm, "license", &s->license);
 	if (!r)
@@ -1082,7 +1171,7 @@ static int read_frontmatter(struct skill *s, json_t *fm)
 	if (bool_key(s, fm, "disable-model-invocation", &s->disable_model_invocation) ||
 	    bool_key(s, fm, "user-invocable", &s->user_invocable))
 		return OOM;
-	return 0;
+	return description_warnings(s, fm);
 }
 
 /* ------------------------------------------------------------ file parse */
@@ -1112,6 +1201,208 @@ static int set_body(struct skill *s, const char *p, size_t n)
 	s->body = b;
 	s->body_len = j;
 	return 0;
+}
+
+/* ------------------------------------------------- lenient description */
+
+static bool blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* Where the value of a "description:" line starts and ends, when the
+ * line [p, p+n) is one lenient_description may take as plain text: the
+ * key at column 0, an optional anchor (&name, kept outside the quotes),
+ * then a plain value that holds ": " and starts with no YAML indicator;
+ * a trailing comment (" #...") and blanks are not part of the value.
+ * Returns false for any other line. */
+static bool description_value(const char *p, size_t n, size_t *vs, size_t *ve)
+{
+	static const char key[] = "description:";
+	if (n && p[n - 1] == '\r')
+		n--;
+	if (n <= sizeof key - 1 || memcmp(p, key, sizeof key - 1) != 0 ||
+	    !blank(p[sizeof key - 1]))
+		return false;
+	size_t i = sizeof key - 1;
+	while (i < n && blank(p[i]))
+		i++;
+	if (i < n && p[i] == '&') { /* an anchor: &name, then blanks */
+		while (i < n && !blank(p[i]))
+			i++;
+		if (i == n)
+			return false;
+		while (i < n && blank(p[i]))
+			i++;
+	}
+	if (i == n || strchr("\"'[]{}#&*!|>%@`,", p[i]) ||
+	    (strchr("-?:", p[i]) && (i + 1 == n || blank(p[i + 1]))))
+		return false;
+	size_t e = i;
+	while (e < n && !(p[e] == '#' && blank(p[e - 1])))
+		e++;
+	while (e > i && blank(p[e - 1]))
+		e--;
+	bool colon = false;
+	for (size_t k = i; k + 1 < e && !colon; k++)
+		colon = p[k] == ':' && p[k + 1] == ' ';
+	*vs = i;
+	*ve = e;
+	return colon;
+}
+
+/* Whether a line after [text+from, text+len) continues the value of the
+ * line before it (an indented line that is neither blank nor a comment,
+ * before the next line at column 0): a multi-line value is not retried. */
+static bool continued(const char *text, size_t len, size_t from)
+{
+	for (size_t p = from; p < len;) {
+		const char *nl = memchr(text + p, '\n', len - p);
+		size_t e = nl ? (size_t)(nl - text) : len, i = p;
+		while (i < e && (blank(text[i]) || text[i] == '\r'))
+			i++;
+		if (i < e && i == p)
+			return false; /* the next key at column 0 */
+		if (i < e && text[i] != '#')
+			return true;
+		p = e + 1;
+	}
+	return false;
+}
+
+/* The front-matter text with [vs, ve) replaced by value as a YAML
+ * double-quoted scalar (\ and " escaped, control characters as \xNN). */
+static char *with_quoted(const char *text, size_t len, size_t vs, size_t ve,
+			 const char *value, size_t vlen)
+{
+	struct buf b = {0};
+	int r = buf_append(&b, text, vs);
+	if (r == 0)
+		r = buf_puts(&b, "\"");
+	for (size_t i = 0; i < vlen && r == 0; i++) {
+		unsigned char c = (unsigned char)value[i];
+		if (c == '\\' || c == '"')
+			r = buf_printf(&b, "\\%c", c);
+		else if (c < 0x20 || c == 0x7F)
+			r = buf_printf(&b, "\\x%02X", c);
+		else
+			r = buf_append(&b, value + i, 1);
+	}
+	if (r == 0)
+		r = buf_puts(&b, "\"");
+	if (r == 0)
+		r = buf_append(&b, text + ve, len - ve);
+	if (r) {
+		buf_free(&b);
+		return NULL;
+	}
+	return buf_steal(&b, NULL);
+}
+
+/* The first key other than description whose value differs between the
+ * mappings a and b (or that only one holds), or NULL. */
+static const char *changed_key(const json_t *a, const json_t *b)
+{
+	const char *k;
+	const json_t *v;
+	json_object_foreach((json_t *)a, k, v) {
+		const json_t *w = json_object_get(b, k);
+		if (strcmp(k, "description") != 0 && (!w || !json_equal(v, w)))
+			return k;
+	}
+	json_object_foreach((json_t *)b, k, v)
+		if (strcmp(k, "description") != 0 && !json_object_get(a, k))
+			return k;
+	return NULL;
+}
+
+/* A copy of the mapping fm without its key description. */
+static json_t *without_description(const json_t *fm)
+{
+	json_t *c = json_copy((json_t *)fm);
+	if (c)
+		json_object_del(c, "description");
+	return c;
+}
+
+/* The one lenient reading (issue: an unquoted ': ' in a description).
+ * Called when yaml_load refused the front-matter text with a syntax error
+ * on the 0-based line `line`, at the key description of the root block
+ * mapping. When that line's value qualifies (description_value, no
+ * continuation line), the text is parsed again, as strictly as before,
+ * once with the value double-quoted (A) and once with it replaced by ""
+ * (B); the reading is taken only when both parse, A's description is the
+ * value byte for byte, and every key other than description is the same in
+ * A and B, so the value can reach no other key (through an anchor, say).
+ * Returns 0 with *fm set (and a warning on s), 1 when the fallback does
+ * not apply (nothing changed; *note set when it was refused because
+ * another key would change), or OOM. */
+static int lenient_description(struct skill *s, const char *text, size_t len,
+			       size_t line, size_t line0, json_t **fm,
+			       char **note)
+{
+	size_t p = 0;
+	for (size_t k = 0; k < line && p < len; k++) {
+		const char *nl = memchr(text + p, '\n', len - p);
+		p = nl ? (size_t)(nl - text) + 1 : len;
+	}
+	if (p >= len)
+		return 1;
+	const char *nl = memchr(text + p, '\n', len - p);
+	size_t e = nl ? (size_t)(nl - text) : len, vs, ve;
+	if (!description_value(text + p, e - p, &vs, &ve) ||
+	    continued(text, len, nl ? e + 1 : len))
+		return 1;
+	vs += p;
+	ve += p;
+	char *a = with_quoted(text, len, vs, ve, text + vs, ve - vs);
+	char *b = with_quoted(text, len, vs, ve, "", 0);
+	json_t *ja = NULL, *jb = NULL, *ca = NULL, *cb = NULL;
+	char *ea = NULL, *eb = NULL;
+	int r = a && b ? 0 : OOM;
+	int ra = r ? 1 : yaml_load(s, a, strlen(a), line0, &ja, &ea, NULL);
+	int rb = r || ra ? 1 : yaml_load(s, b, strlen(b), line0, &jb, &eb, NULL);
+	if (ra < 0 || rb < 0)
+		r = OOM;
+	else if (r == 0 && (ra || rb || !json_is_object(ja) || !json_is_object(jb)))
+		r = 1;
+	if (r == 0) {
+		const json_t *d = json_object_get(ja, "description");
+		ca = without_description(ja);
+		cb = without_description(jb);
+		if (!ca || !cb)
+			r = OOM;
+		else if (!json_is_string(d) || json_string_length(d) != ve - vs ||
+			 memcmp(json_string_value(d), text + vs, ve - vs) != 0)
+			r = 1;
+		else if (!json_equal(ca, cb)) {
+			const char *k = changed_key(ja, jb);
+			char *q = qs(k ? k : "?"), *m = NULL;
+			r = q && asprintf(&m, "(the description was not read as "
+					  "plain text: that would change the key %s "
+					  "too)", q) >= 0 ? 1 : OOM;
+			*note = r == 1 ? m : NULL;
+			free(q);
+		}
+	}
+	if (r == 0)
+		r = warnf(s, "front-matter line %zu: the description's value holds "
+			  "': ', which unquoted YAML does not allow; it was read as "
+			  "plain text, as if quoted (every other key as written). "
+			  "Quote the value to say so", line0 + line);
+	if (r == 0) {
+		*fm = ja;
+		ja = NULL;
+	}
+	json_decref(ja);
+	json_decref(jb);
+	json_decref(ca);
+	json_decref(cb);
+	free(ea);
+	free(eb);
+	free(a);
+	free(b);
+	return r;
 }
 
 /* Parses raw (taken; len bytes, any content) into s. Returns 0 or OOM. */
@@ -1164,9 +1455,27 @@ static int parse_owned(struct skill *s, char *raw, size_t len,
 
 	json_t *fm = NULL;
 	char *err = NULL;
-	int r = yaml_load(s, raw + fm_start, fm_end - fm_start, 2, &fm, &err);
-	if (r < 0)
+	size_t desc_line = 0;
+	int r = yaml_load(s, raw + fm_start, fm_end - fm_start, 2, &fm, &err,
+			  &desc_line);
+	if (r > 0 && desc_line) {
+		char *note = NULL, *both = NULL;
+		r = lenient_description(s, raw + fm_start, fm_end - fm_start,
+					desc_line - 1, 2, &fm, &note);
+		if (r == 0)
+			free(err);
+		if (r > 0 && note) {
+			if (asprintf(&both, "%s %s", err, note) < 0)
+				r = OOM;
+			free(err);
+			err = both;
+		}
+		free(note);
+	}
+	if (r < 0) {
+		free(err);
 		return OOM;
+	}
 	if (r > 0)
 		return set_invalid(s, err);
 	if (!fm)
@@ -1221,7 +1530,7 @@ static int finish(struct skill *s)
 		return 0;
 	if (!s->frontmatter)
 		return warnf(s, "no front-matter: the skill takes its directory's "
-			     "name and has no description");
+			     "name and has no description; " NOT_LISTED);
 	if (!json_object_get(s->frontmatter, "name"))
 		return warnf(s, "no name in the front-matter; the skill takes its "
 			     "directory's name");
@@ -1287,6 +1596,7 @@ static int load_file(struct skill *s, const struct skill_limits *lim)
 		r = invalidf(s, "cannot stat %s: %s", path, strerror(errno));
 		goto out;
 	}
+	s->st_mode = st.st_mode;
 	s->st_dev = st.st_dev;
 	s->st_ino = st.st_ino;
 	s->st_size = st.st_size;

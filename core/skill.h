@@ -18,6 +18,9 @@
 #include "strlist.h"
 
 #define SKILL_NAME_MAX 64
+/* The Agent Skills format's limit on a description, in characters: a
+ * longer one is kept whole, with a warning. */
+#define SKILL_DESCRIPTION_MAX 1024
 #define SKILL_DEFAULT_FRONTMATTER_MAX (8 * 1024)
 #define SKILL_DEFAULT_FILE_MAX (256 * 1024)
 
@@ -97,7 +100,9 @@ struct skill {
 	struct skill **subs;
 	size_t nsubs;
 
-	/* Identity of SKILL.md when loaded, to detect changes cheaply. */
+	/* Identity of SKILL.md when loaded, to detect changes cheaply, and
+	 * its mode (the mount shows its owner-exec bit); 0 when not loaded. */
+	mode_t st_mode;
 	dev_t st_dev;
 	ino_t st_ino;
 	off_t st_size;
@@ -164,6 +169,10 @@ int tool_grant_parse(const char *item, struct tool_grant *g);
  * tool_grant_parse applies it, so every allowed-tools and tools: item is
  * mapped. */
 const char *tool_from_claude(const char *name, bool *missing);
+
+/* Whether s has a description that is not blank. A skill without one is
+ * not listed in <available_skills> (prompt.h) and warns so. */
+bool skill_has_description(const struct skill *s);
 
 /* Whether the file identity stored in s still matches st (same inode, size,
  * mtime and ctime). */

@@ -26,9 +26,12 @@ static const char readme_text[] =
 	"                            it declares nothing, empty when it declares []\n"
 	"skills/<name>/mode          inline or subagent, why, and the sub-agent tools\n"
 	"skills/<name>/skill.json    everything parsed, trust, source, warnings, errors\n"
-	"skills/<name>/files/        the skill's other files\n"
+	"skills/<name>/files/        the skill's other files (owner-executable: 0555)\n"
 	"skills/<name>/sub-skills/   skills in its skills/ directory, same layout\n"
-	"configs/<cfg>/skills        attachments and their state\n"
+	"configs/<cfg>/skills/<name>/\n"
+	"                            each effective skill's directory as on disk:\n"
+	"                            point an agent runtime's skills folder here\n"
+	"configs/<cfg>/attachments   attachments and their state\n"
 	"configs/<cfg>/effective     effective skills, one per line\n"
 	"configs/<cfg>/allowed-tools the tools a run of <cfg> gets, one per line\n"
 	"configs/<cfg>/grants.json   policy, tools, and which skill granted what\n"
@@ -82,7 +85,7 @@ static int split(const char *path, struct comps *p)
  * (or owned, when owned_data is set); backing files are read from disk. */
 enum node_kind {
 	N_ROOT, N_README, N_TOOLS, N_SKILLS, N_SKILL, N_SUBS, N_CONFIGS, N_CONFIG,
-	N_TEXT, N_BACKING_DIR, N_BACKING_FILE, N_RUNS, N_RUN_DIR,
+	N_GATE, N_TEXT, N_BACKING_DIR, N_BACKING_FILE, N_RUNS, N_RUN_DIR,
 };
 
 struct node {
@@ -104,6 +107,8 @@ struct node {
 	/* backing files */
 	char backing[PATH_MAX];
 	bool files_root;                   /* the skill's files/ directory */
+	bool whole;                        /* the gate view: SKILL.md and skills/
+	                                      are not left out */
 	struct stat st;
 	/* runs/ */
 	bool live;          /* changes at any time: never cached */
@@ -136,6 +141,14 @@ static int set_text(struct node *n, const char *data, size_t len, struct timespe
 	return 0;
 }
 
+/* The mount's mode of a file or directory whose source has mode m:
+ * directories 0555, files 0555 when their owner may execute them, else
+ * 0444. */
+static mode_t source_perm(mode_t m)
+{
+	return S_ISDIR(m) || (m & S_IXUSR) ? 0555 : 0444;
+}
+
 static int set_owned_text(struct node *n, struct buf *b, struct timespec mtime)
 {
 	size_t len;
@@ -153,17 +166,20 @@ static bool path_within(const char *real, const char *dir)
 	return strncmp(real, dir, dl) == 0 && (real[dl] == '\0' || real[dl] == '/' || dl == 1);
 }
 
-/* Resolves a path below a skill's files/ directory to its backing file.
- * A symlink is followed only when it names a regular file inside the skill
- * directory; symlinked directories are not followed (they could loop or
- * lead out), and other file types do not exist here. */
+/* Resolves a path below a skill's files/ directory (whole: below its
+ * directory in the gate view, SKILL.md and skills/ included) to its
+ * backing file. A symlink is followed only when it names a regular file
+ * inside the skill directory; symlinked directories are not followed (they
+ * could loop or lead out), and other file types do not exist here. The
+ * mode comes from the stat made here (source_perm). */
 static int resolve_backing(struct node *n, const struct skill *sk, const char *const *rest,
-			   size_t nrest)
+			   size_t nrest, bool whole)
 {
 	size_t off = (size_t)snprintf(n->backing, sizeof n->backing, "%s", sk->dir);
+	n->whole = whole;
 	for (size_t i = 0; i < nrest; i++) {
-		if (i == 0 && (strcmp(rest[0], "SKILL.md") == 0 ||
-			       (sk->nsubs && strcmp(rest[0], "skills") == 0)))
+		if (i == 0 && !whole && (strcmp(rest[0], "SKILL.md") == 0 ||
+					 (sk->nsubs && strcmp(rest[0], "skills") == 0)))
 			return -ENOENT;
 		int w = snprintf(n->backing + off, sizeof n->backing - off, "/%s", rest[i]);
 		if (w < 0 || (size_t)w >= sizeof n->backing - off)
@@ -193,6 +209,7 @@ static int resolve_backing(struct node *n, const struct skill *sk, const char *c
 		return -ENOENT;
 	}
 	n->mtime = n->st.st_mtim;
+	n->perm = source_perm(n->st.st_mode);
 	n->files_root = nrest == 0;
 	return 0;
 }
@@ -202,6 +219,26 @@ static int render_allowed(const struct skill *sk, struct buf *b)
 	for (size_t i = 0; i < sk->allowed_tools.n; i++)
 		if (buf_printf(b, "%s\n", sk->allowed_tools.items[i].raw) < 0)
 			return -1;
+	return 0;
+}
+
+/* A skill's SKILL.md: the bytes it was parsed from, with the mode of the
+ * file they were read from; over the size limit, the file on disk. */
+static int resolve_skill_md(struct node *n, const struct skill *sk)
+{
+	if (sk->raw) {
+		n->perm = source_perm(sk->st_mode);
+		return set_text(n, sk->raw, sk->raw_len, sk->st_mtim);
+	}
+	if (!sk->dir ||
+	    snprintf(n->backing, sizeof n->backing, "%s/SKILL.md", sk->dir) >= (int)sizeof n->backing)
+		return -ENOENT;
+	if (stat(n->backing, &n->st) < 0 || !S_ISREG(n->st.st_mode))
+		return -ENOENT;
+	n->kind = N_BACKING_FILE;
+	n->type = VIEW_FILE;
+	n->mtime = n->st.st_mtim;
+	n->perm = source_perm(n->st.st_mode);
 	return 0;
 }
 
@@ -220,7 +257,7 @@ static int resolve_skill(struct snapshot *s, struct node *n, const struct skill 
 	}
 	const char *f = rest[0];
 	if (strcmp(f, "files") == 0)
-		return sk->dir ? resolve_backing(n, sk, rest + 1, nrest - 1) : -ENOENT;
+		return sk->dir ? resolve_backing(n, sk, rest + 1, nrest - 1, false) : -ENOENT;
 	if (strcmp(f, "sub-skills") == 0) {
 		if (!sk->nsubs)
 			return -ENOENT;
@@ -237,20 +274,8 @@ static int resolve_skill(struct snapshot *s, struct node *n, const struct skill 
 	if (nrest != 1)
 		return -ENOTDIR;
 	struct buf b = { 0 };
-	if (strcmp(f, "SKILL.md") == 0) {
-		if (sk->raw)
-			return set_text(n, sk->raw, sk->raw_len, sk->st_mtim);
-		/* Over the size limit: serve the file from disk. */
-		if (!sk->dir || snprintf(n->backing, sizeof n->backing, "%s/SKILL.md", sk->dir) >=
-				       (int)sizeof n->backing)
-			return -ENOENT;
-		if (stat(n->backing, &n->st) < 0 || !S_ISREG(n->st.st_mode))
-			return -ENOENT;
-		n->kind = N_BACKING_FILE;
-		n->type = VIEW_FILE;
-		n->mtime = n->st.st_mtim;
-		return 0;
-	}
+	if (strcmp(f, "SKILL.md") == 0)
+		return resolve_skill_md(n, sk);
 	if (strcmp(f, "description") == 0) {
 		if (!sk->description || buf_printf(&b, "%s\n", sk->description) < 0)
 			return sk->description ? -ENOMEM : -ENOENT;
@@ -376,6 +401,30 @@ static int resolve_runs(struct snapshot *s, struct node *n, const struct comps *
 	return set_owned_text(n, &f.data, f.mtime);
 }
 
+/* configs/<cfg>/skills/...: the gate view. Each effective skill of the
+ * configuration (n->res) is its source directory, whole, as on disk; no
+ * other skill is there. */
+static int resolve_gate(struct snapshot *s, struct node *n, const char *const *rest,
+			size_t nrest)
+{
+	if (nrest == 0) {
+		n->kind = N_GATE;
+		n->type = VIEW_DIR;
+		return 0;
+	}
+	long i = catalog_index(s->catalog, rest[0]);
+	if (i < 0 || !resolution_is_effective(n->res, (size_t)i))
+		return -ENOENT;
+	const struct skill *sk = s->catalog->entries[i].skill;
+	if (!sk->dir)
+		return -ENOENT;
+	n->skill = sk;
+	/* Its SKILL.md is the one it was parsed from, as under skills/. */
+	if (nrest == 2 && strcmp(rest[1], "SKILL.md") == 0)
+		return resolve_skill_md(n, sk);
+	return resolve_backing(n, sk, rest + 1, nrest - 1, true);
+}
+
 static int resolve_for(struct snapshot *s, const char *path, struct node *n, bool attr_only)
 {
 	struct comps p;
@@ -438,6 +487,8 @@ static int resolve_for(struct snapshot *s, const char *path, struct node *n, boo
 			n->type = VIEW_DIR;
 			return 0;
 		}
+		if (strcmp(p.c[2], "skills") == 0)
+			return resolve_gate(s, n, p.c + 3, p.n - 3);
 		if (p.n > 3)
 			return -ENOTDIR;
 		size_t len;
@@ -587,8 +638,9 @@ static int list_backing(struct node *n, struct dirlist *l)
 	while ((de = readdir(d)) && rc == 0) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		if (n->files_root && (strcmp(de->d_name, "SKILL.md") == 0 ||
-				      (sk->nsubs && strcmp(de->d_name, "skills") == 0)))
+		if (n->files_root && !n->whole &&
+		    (strcmp(de->d_name, "SKILL.md") == 0 ||
+		     (sk->nsubs && strcmp(de->d_name, "skills") == 0)))
 			continue;
 		char p[PATH_MAX];
 		struct stat st;
@@ -698,6 +750,11 @@ int view_readdir(struct snapshot *s, const char *path, struct view_dirent **ents
 	case N_CONFIG:
 		for (size_t i = 0; i < RES_NFILES && !a; i++)
 			a |= add(&l, resolution_file_names[i], VIEW_FILE);
+		a |= add(&l, "skills", VIEW_DIR);
+		break;
+	case N_GATE:
+		for (size_t i = 0; i < n.res->neff_sorted && !a; i++)
+			a |= add(&l, s->catalog->entries[n.res->eff_sorted[i]].skill->name, VIEW_DIR);
 		break;
 	case N_BACKING_DIR:
 		rc = list_backing(&n, &l);
@@ -739,6 +796,19 @@ bool view_skill_of(const char *path, const char **name, size_t *len)
 	const char *slash = strchr(p, '/');
 	*name = p;
 	*len = slash ? (size_t)(slash - p) : strlen(p);
+	return *len > 0;
+}
+
+bool view_gate_skill_of(const char *path, const char **name, size_t *len)
+{
+	if (strncmp(path, "configs/", 8) != 0)
+		return false;
+	const char *cfg = path + 8, *slash = strchr(cfg, '/');
+	if (!slash || slash == cfg || strncmp(slash + 1, "skills/", 7) != 0)
+		return false;
+	const char *p = slash + 8, *end = strchr(p, '/');
+	*name = p;
+	*len = end ? (size_t)(end - p) : strlen(p);
 	return *len > 0;
 }
 

@@ -1188,6 +1188,19 @@ static bool catalog_names_changed(const struct catalog *a, const struct catalog 
 	return false;
 }
 
+/* Whether the catalogue entry of the skill named name[0..len) differs
+ * between old and now. */
+static bool skill_changed(const struct snapshot *old, const struct snapshot *now,
+			  const char *name, size_t len)
+{
+	char nm[256];
+	if (len >= sizeof nm)
+		return false;
+	memcpy(nm, name, len);
+	nm[len] = '\0';
+	return entry_changed(catalog_find(old->catalog, nm), catalog_find(now->catalog, nm));
+}
+
 static void invalidate(struct mount *m, const struct node_ref *r)
 {
 	const char *slash = strrchr(r->path, '/');
@@ -1227,8 +1240,11 @@ static void on_change(void *ctx, const struct snapshot *old, const struct snapsh
 	if (m->stopping)
 		return;
 	log_change(old, now);
-	bool config_changed = old->cfg != now->cfg || (old->config_error == NULL) !=
-							      (now->config_error == NULL);
+	/* A config broken in a new way changes configs/ERROR's text. */
+	bool config_changed = old->cfg != now->cfg ||
+			      (old->config_error == NULL) != (now->config_error == NULL) ||
+			      (old->config_error &&
+			       strcmp(old->config_error, now->config_error) != 0);
 	bool names_changed = catalog_names_changed(old->catalog, now->catalog);
 	/* The catalogue-wide warnings show in every configuration's. */
 	bool any_skill_changed = names_changed ||
@@ -1252,16 +1268,14 @@ static void on_change(void *ctx, const struct snapshot *old, const struct snapsh
 			hit = names_changed;
 		} else if (strcmp(p, "tools") == 0) {
 			hit = config_changed;
+		} else if (view_gate_skill_of(p, &name, &len)) {
+			/* A skill's gate directory follows the config and that
+			 * skill; the gate listing is configs/<cfg>/skills. */
+			hit = config_changed || skill_changed(old, now, name, len);
 		} else if (strncmp(p, "configs", 7) == 0 && (p[7] == '\0' || p[7] == '/')) {
 			hit = config_changed || any_skill_changed;
 		} else if (view_skill_of(p, &name, &len)) {
-			char nm[256];
-			if (len < sizeof nm) {
-				memcpy(nm, name, len);
-				nm[len] = '\0';
-				hit = config_changed || entry_changed(catalog_find(old->catalog, nm),
-								      catalog_find(now->catalog, nm));
-			}
+			hit = config_changed || skill_changed(old, now, name, len);
 		}
 		if (hit)
 			invalidate(m, &refs[i]);
@@ -1532,6 +1546,10 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 	}
 	__atomic_store_n(&m.loop_done, 1, __ATOMIC_RELEASE);
 	m.stopping = 1;
+	/* The signal thread goes first: seeing the mount gone, it would
+	 * begin a stop of the run manager that runs_detach_within frees. */
+	pthread_kill(sig_thread, SIGUSR1);
+	pthread_join(sig_thread, NULL);
 	engine_unwatch(e);
 	/* Workers end their current step, a model or tool call in flight
 	 * being killed; runs stay resumable. One that does not end in time
@@ -1547,8 +1565,6 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 	}
 	notes_stop(&m);
 	wake_pollers(&m, NULL);
-	pthread_kill(sig_thread, SIGUSR1);
-	pthread_join(sig_thread, NULL);
 	/* Files still open when the loop ended get no release. */
 	while (m.opens)
 		run_open_free(&m, m.opens);

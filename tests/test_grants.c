@@ -387,7 +387,7 @@ static void test_R4_attachment_disabled_declaring_skill_ignored(void **st)
 	assert_int_equal(item(r, 0)->state, EFF_DISABLED);
 	assert_string_equal(item(r, 0)->reason, "attachment enabled: false");
 	assert_int_equal(r->grants.policy, GRANTS_ALL);
-	assert_string_equal(file(r, "skills"), "gate disabled attachment enabled: false\n");
+	assert_string_equal(file(r, "attachments"), "gate disabled attachment enabled: false\n");
 	resolution_free(r);
 	fx_free(&f);
 }
@@ -420,7 +420,7 @@ static void test_R4_orphaned_attachment(void **st)
 	assert_int_equal(item(r, 1)->state, EFF_EFFECTIVE);
 	assert_string_equal(file(r, "effective"), "real\n");
 	assert_string_equal(file(r, "allowed-tools"), "read\n");
-	assert_string_equal(file(r, "skills"),
+	assert_string_equal(file(r, "attachments"),
 			    "ghost orphaned not in the catalogue\nreal effective attached\n");
 	assert_non_null(strstr(file(r, "warnings"), "skill 'ghost' orphaned"));
 	resolution_free(r);
@@ -530,7 +530,7 @@ static void test_D1_invalid_attached_skill_alone_gives_no_tools(void **st)
 	assert_int_equal(r->grants.policy, GRANTS_LIST);
 	assert_int_equal(r->grants.n, 0);
 	assert_string_equal(r->grants.declaring.items[0], "broken");
-	assert_non_null(strstr(file(r, "skills"), "broken invalid "));
+	assert_non_null(strstr(file(r, "attachments"), "broken invalid "));
 	resolution_free(r);
 	fx_free(&f);
 }

@@ -405,7 +405,103 @@ static void test_S4_description_cut_at_200_characters(void **st)
 	const char *close = strstr(a, "</skill>");
 	assert_non_null(open);
 	assert_non_null(close);
-	assert_int_equal(close - (open + 2), 200 * 2);
+	/* one word: cut inside it, 199 characters and the ellipsis */
+	assert_int_equal(close - (open + 2), 199 * 2 + 3);
+	assert_memory_equal(close - 3, PROMPT_ELLIPSIS, 3);
+	resolution_free(r);
+	fx_free(&f);
+}
+
+static void test_S4_description_cut_at_word_boundary_and_warned(void **st)
+{
+	(void)st;
+	char desc[400] = "";
+	while (strlen(desc) < 300)
+		strcat(desc, "alpha beta "); /* 11 characters a round */
+	struct sk sks[] = { { "long", NULL, desc, NULL, false },
+			    { "fits", NULL, NULL, NULL, false } };
+	/* exactly 200 characters: shown whole, no warning */
+	char exact[201];
+	memset(exact, 'y', 200);
+	exact[200] = '\0';
+	sks[1].desc = exact;
+	struct fx f;
+	fx_init(&f, sks, 2);
+	struct resolution *r = fx_resolve(&f);
+	const char *a = file(r, "available-skills");
+	const char *open = strstr(a, "<skill name=\"long\"");
+	assert_non_null(open);
+	open = strchr(open, '>') + 1;
+	const char *close = strstr(open, "</skill>");
+	assert_non_null(close);
+	size_t shown = (size_t)(close - open);
+	/* 199 characters at most before the ellipsis, ending at a word's end */
+	assert_true(shown - 3 <= 199);
+	assert_memory_equal(close - 3, PROMPT_ELLIPSIS, 3);
+	assert_memory_equal(open, desc, shown - 3);
+	assert_true(desc[shown - 3] == ' ');
+	assert_true(close[-4] != ' ');
+	assert_int_equal(shown - 3, 197); /* 17 rounds and "alpha", "beta" */
+	char want[200];
+	snprintf(want, sizeof want, "skill 'long': description shortened in "
+		 "<available_skills> from %zu to 198 characters", strlen(desc));
+	assert_non_null(strstr(file(r, "warnings"), want));
+	assert_non_null(strstr(file(r, "warnings"), "(limit 200 characters per description)\n"));
+	assert_int_equal(r->prompt.warnings.n, 1);
+	assert_non_null(strstr(r->prompt.warnings.items[0], want));
+	/* the 200-character one is whole */
+	assert_non_null(strstr(a, exact));
+	assert_null(strstr(file(r, "warnings"), "skill 'fits'"));
+	resolution_free(r);
+	fx_free(&f);
+}
+
+static void test_S4_skill_without_description_not_listed_and_warned(void **st)
+{
+	(void)st;
+	struct sk sks[] = { { "blank", NULL, "", NULL, false },
+			    { "spaces", NULL, "   ", NULL, false },
+			    { "named", NULL, NULL, NULL, false } };
+	struct fx f;
+	fx_init(&f, sks, 3);
+	struct resolution *r = fx_resolve(&f);
+	const char *a = file(r, "available-skills");
+	assert_null(strstr(a, "name=\"blank\""));
+	assert_null(strstr(a, "name=\"spaces\""));
+	assert_non_null(strstr(a, "name=\"named\""));
+	assert_int_equal(r->prompt.listed.n, 1);
+	assert_int_equal(r->prompt.unlisted, 0);
+	assert_null(strstr(a, "more skill"));
+	/* both effective, each warned in the configuration's warnings */
+	assert_string_equal(file(r, "effective"), "blank\nspaces\nnamed\n");
+	const char *w = file(r, "warnings");
+	assert_non_null(strstr(w, "skill 'blank': the description is empty: the "
+			       "skill is not listed in <available_skills>"));
+	assert_non_null(strstr(w, "skill 'spaces': the description is empty: the "
+			       "skill is not listed in <available_skills>"));
+	resolution_free(r);
+	fx_free(&f);
+}
+
+static void test_S4_skills_left_out_by_listing_budget_named_in_warnings(void **st)
+{
+	(void)st;
+	struct sk sks[] = { { "s1", NULL, NULL, NULL, false }, { "s2", NULL, NULL, NULL, false },
+			    { "s3", NULL, NULL, NULL, false } };
+	struct fx f;
+	fx_init(&f, sks, 3);
+	f.c.listing_max_bytes = 1;
+	struct resolution *r = fx_resolve(&f);
+	const char *w = file(r, "warnings");
+	assert_null(strstr(w, "skill 's1' not listed"));
+	for (int i = 2; i <= 3; i++) {
+		char want[160];
+		snprintf(want, sizeof want, "skill 's%d' not listed in <available_skills>: "
+			 "the listing is full, budget skills.listingMaxBytes=1\n", i);
+		if (!strstr(w, want))
+			fail_msg("'%s' not in warnings:\n%s", want, w);
+	}
+	assert_int_equal(r->prompt.warnings.n, 2);
 	resolution_free(r);
 	fx_free(&f);
 }
@@ -498,7 +594,7 @@ static void test_S8_resolution_files(void **st)
 			assert_true(strcmp(resolution_file_names[i - 1], resolution_file_names[i]) < 0);
 	}
 	assert_null(resolution_file(r, "nope", NULL));
-	assert_string_equal(file(r, "skills"), "diff effective attached\n");
+	assert_string_equal(file(r, "attachments"), "diff effective attached\n");
 	assert_string_equal(file(r, "effective"), "diff\n");
 	/* run_skill is not granted: the listing uses the slash command */
 	assert_string_equal(file(r, "allowed-tools"), "bash(git diff:*)\nread\n");
@@ -536,7 +632,7 @@ static void test_S8_empty_configuration(void **st)
 	struct fx f;
 	fx_init(&f, NULL, 0);
 	struct resolution *r = fx_resolve(&f);
-	assert_string_equal(file(r, "skills"), "");
+	assert_string_equal(file(r, "attachments"), "");
 	assert_string_equal(file(r, "effective"), "");
 	assert_string_equal(file(r, "available-skills"), "");
 	assert_string_equal(file(r, "system-prompt"), prompt_base);
@@ -599,6 +695,9 @@ int main(void)
 		cmocka_unit_test(test_R14_inline_mode_hides_skills_with_sub_skills),
 		cmocka_unit_test(test_S4_disable_model_invocation_hides_from_listing),
 		cmocka_unit_test(test_S4_description_cut_at_200_characters),
+		cmocka_unit_test(test_S4_description_cut_at_word_boundary_and_warned),
+		cmocka_unit_test(test_S4_skill_without_description_not_listed_and_warned),
+		cmocka_unit_test(test_S4_skills_left_out_by_listing_budget_named_in_warnings),
 		cmocka_unit_test(test_S4_listing_is_xml_escaped),
 		cmocka_unit_test(test_S4_listing_budget_first_always_listed_rest_summarised),
 		cmocka_unit_test(test_S4_system_prompt_is_base_block_listing),

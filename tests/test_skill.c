@@ -125,7 +125,8 @@ static void test_D1_frontmatter_not_closed_is_invalid(void **st)
 static void test_D1_yaml_syntax_error_is_invalid_with_line(void **st)
 {
 	(void)st;
-	struct skill *s = parse("x", "---\nname: x\ndescription: foo: bar\n"
+	/* (an unquoted ': ' in a description is read leniently: see below) */
+	struct skill *s = parse("x", "---\nname: x\nlicense: foo: bar\n"
 				"allowed-tools: [read]\n---\nbody\n");
 	assert_invalid(s, "line 3");
 	assert_non_null(strstr(s->error, "mapping values are not allowed"));
@@ -816,6 +817,168 @@ static void test_missing_description_warns(void **st)
 	skill_unref(s);
 }
 
+static void test_missing_description_says_not_listed(void **st)
+{
+	(void)st;
+	static const char *const texts[] = {
+		"---\nname: n\n---\nb\n",
+		"---\nname: n\ndescription: ''\n---\nb\n",
+		"---\nname: n\ndescription: '  '\n---\nb\n",
+		"---\nname: n\ndescription: 42\n---\nb\n",
+		"no front-matter\n",
+	};
+	for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+		struct skill *s = parse("n", texts[i]);
+		assert_true(s->valid);
+		assert_false(skill_has_description(s));
+		if (!has_warning(s, "not listed in <available_skills>"))
+			fail_msg("no not-listed warning for %s", texts[i]);
+		skill_unref(s);
+	}
+	/* a knowledge skill is never listed: it only says it has none */
+	struct skill *s = parse("k", "---\nname: k\ncategory: knowledge\n---\nb\n");
+	assert_true(has_warning(s, "no description"));
+	assert_false(has_warning(s, "not listed"));
+	skill_unref(s);
+	s = parse("d", "---\nname: d\ndescription: d\n---\nb\n");
+	assert_true(skill_has_description(s));
+	assert_int_equal(s->warnings.n, 0);
+	skill_unref(s);
+}
+
+static void test_description_over_1024_characters_warns(void **st)
+{
+	(void)st;
+	struct buf b = {0};
+	assert_int_equal(buf_puts(&b, "---\nname: long\ndescription: "), 0);
+	for (int i = 0; i < SKILL_DESCRIPTION_MAX; i++) /* 2 bytes, 1 character */
+		assert_int_equal(buf_puts(&b, "\xC3\xA9"), 0);
+	assert_int_equal(buf_puts(&b, "\n---\nb\n"), 0);
+	struct skill *s = parse("long", b.data);
+	assert_true(s->valid);
+	assert_int_equal(s->warnings.n, 0); /* 1,024 characters: at the limit */
+	skill_unref(s);
+
+	b.len -= strlen("\n---\nb\n");
+	assert_int_equal(buf_puts(&b, "x\n---\nb\n"), 0);
+	s = parse("long", b.data);
+	assert_true(s->valid);
+	assert_int_equal(strlen(s->description), 2 * SKILL_DESCRIPTION_MAX + 1);
+	assert_true(has_warning(s, "the description is 1025 characters, over the "
+				"limit of 1024 characters"));
+	skill_unref(s);
+	buf_free(&b);
+}
+
+/* ------------------------------------------------- lenient description */
+
+static const char dlv_text[] =
+	"---\nname: dlv\n"
+	"description: Debug Go with Delve (dlv): inspect goroutines\n"
+	"allowed-tools: Bash(dlv:*) Read\n---\nbody\n";
+
+static void test_lenient_description_with_colon_is_plain_text(void **st)
+{
+	(void)st;
+	struct skill *s = parse("dlv", dlv_text);
+	assert_true(s->valid);
+	assert_null(s->error);
+	assert_string_equal(s->description,
+			    "Debug Go with Delve (dlv): inspect goroutines");
+	assert_true(has_warning(s, "front-matter line 3: the description's value "
+				"holds ': '"));
+	assert_true(has_warning(s, "read as plain text"));
+	/* every other key read as written: allowed-tools counts */
+	assert_true(s->allowed_tools.declared);
+	assert_int_equal(s->allowed_tools.n, 2);
+	assert_string_equal(s->allowed_tools.items[0].tool, "bash");
+	assert_string_equal(s->allowed_tools.items[0].pattern, "dlv");
+	assert_string_equal(s->allowed_tools.items[1].tool, "read");
+	assert_string_equal(s->body, "body\n");
+	assert_string_equal(json_string_value(json_object_get(s->frontmatter,
+							      "description")),
+			    s->description);
+	skill_unref(s);
+
+	/* quotes, backslashes, a comment, CRLF and an anchor nothing uses */
+	s = parse("q", "---\r\nname: q\r\ndescription: &d Use \"it\": a\\b 'x' "
+		  "# a comment\r\nlicense: MIT\r\n---\r\nb\r\n");
+	assert_true(s->valid);
+	assert_string_equal(s->description, "Use \"it\": a\\b 'x'");
+	assert_string_equal(s->license, "MIT");
+	skill_unref(s);
+}
+
+static void test_lenient_description_never_other_keys(void **st)
+{
+	(void)st;
+	/* a broken allowed-tools line is still invalid */
+	struct skill *s = parse("t", "---\nname: t\ndescription: d\n"
+				"allowed-tools: Bash(git: diff) Read: all\n---\nb\n");
+	assert_invalid(s, "line 4");
+	skill_unref(s);
+	/* a second broken line after a lenient description: still invalid
+	 * (one retry, same strict rules) */
+	s = parse("t", "---\nname: t\ndescription: a: b\nlicense: c: d\n---\nb\n");
+	assert_invalid(s, "line 3");
+	skill_unref(s);
+	/* the value would reach allowed-tools through an anchor: refused */
+	s = parse("t", "---\nname: t\ndescription: &t Bash, Read: all files\n"
+		  "allowed-tools: *t\n---\nb\n");
+	assert_invalid(s, "line 3");
+	assert_non_null(strstr(s->error, "would change the key 'allowed-tools'"));
+	skill_unref(s);
+	/* a nested description key is not the top-level one */
+	s = parse("t", "---\nname: t\nmetadata:\n  description: a: b\n---\nb\n");
+	assert_invalid(s, "line 4");
+	skill_unref(s);
+	/* a duplicate description is still a duplicate: the retry fails */
+	s = parse("t", "---\nname: t\ndescription: a: b\ndescription: c\n---\nb\n");
+	assert_invalid(s, "line 3");
+	skill_unref(s);
+}
+
+static void test_lenient_description_not_in_multiline_or_flow(void **st)
+{
+	(void)st;
+	static const char *const texts[] = {
+		/* ': ' on a continuation line of a multi-line plain value */
+		"---\nname: t\ndescription: Debug Go\n  with Delve (dlv): inspect\n---\nb\n",
+		/* ': ' on the first line, a continuation after it */
+		"---\nname: t\ndescription: Debug (dlv): inspect\n  goroutines\n---\nb\n",
+		/* inside a flow mapping */
+		"---\n{name: t,\ndescription: a: b}\n---\nb\n",
+		/* inside a flow sequence */
+		"---\nallowed-tools: [Read,\ndescription: a: b, Bash]\n---\nb\n",
+		/* a quoted value is what it says */
+		"---\nname: t\ndescription: \"a\": b\n---\nb\n",
+		/* indented: not at column 0 */
+		"---\n name: t\n description: a: b\n---\nb\n",
+	};
+	for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+		struct skill *s = parse("t", texts[i]);
+		if (s->valid)
+			fail_msg("read leniently: %s", texts[i]);
+		assert_invalid(s, "YAML error");
+		assert_false(has_warning(s, "plain text"));
+		skill_unref(s);
+	}
+	/* the same values, each on one line of a block mapping at column 0,
+	 * are read as plain text: only the context above makes the difference */
+	static const char *const one_line[] = {
+		"---\nname: t\ndescription: Debug Go with Delve (dlv): inspect\n---\nb\n",
+		"---\nname: t\ndescription: Debug (dlv): inspect goroutines\n---\nb\n",
+		"---\nname: t\ndescription: a: b}\n---\nb\n",
+		"---\nallowed-tools: [Read]\ndescription: a: b, Bash]\n---\nb\n",
+	};
+	for (size_t i = 0; i < sizeof one_line / sizeof *one_line; i++) {
+		struct skill *s = parse("t", one_line[i]);
+		if (!s->valid || !has_warning(s, "plain text"))
+			fail_msg("not read leniently: %s", one_line[i]);
+		skill_unref(s);
+	}
+}
+
 /* ----------------------------------------------------------- other keys */
 
 static void test_category_knowledge(void **st)
@@ -1323,6 +1486,11 @@ int main(void)
 		cmocka_unit_test(test_dir_name_gets_the_front_matter_name_checks),
 		cmocka_unit_test(test_name_differing_from_dir_warns),
 		cmocka_unit_test(test_missing_description_warns),
+		cmocka_unit_test(test_missing_description_says_not_listed),
+		cmocka_unit_test(test_description_over_1024_characters_warns),
+		cmocka_unit_test(test_lenient_description_with_colon_is_plain_text),
+		cmocka_unit_test(test_lenient_description_never_other_keys),
+		cmocka_unit_test(test_lenient_description_not_in_multiline_or_flow),
 		cmocka_unit_test(test_category_knowledge),
 		cmocka_unit_test(test_inline_true),
 		cmocka_unit_test(test_R15_user_invocable_false),

@@ -608,15 +608,15 @@ static void test_sec8_bad_paths_and_types(void **state)
 	snapshot_unref(s);
 }
 
-/* Section 8: configs/<cfg> holds the 8 resolution files; allowed-tools is
+/* Section 8: configs/<cfg> holds the 8 resolution files and the gate view; allowed-tools is
  * the union of the declared lists (R2), sorted, lower-cased (D3). */
 static void test_R2_configs_default_files_and_allowed_tools(void **state)
 {
 	struct fixture *f = *state;
 	struct snapshot *s = engine_snapshot(f->e);
 	assert_listing(s, "configs/default",
-		       "allowed-tools available-skills effective grants.json skill-block "
-		       "skills system-prompt warnings");
+		       "allowed-tools attachments available-skills effective grants.json "
+		       "skill-block skills system-prompt warnings");
 	char *t = view_text(s, "configs/default/allowed-tools");
 	assert_string_equal(t, "bash(git diff:*)\nedit\nread\nwrite\n");
 	free(t);
@@ -795,6 +795,220 @@ static void test_D1_oversized_skill_md_served_from_disk(void **state)
 	engine_close(e);
 }
 
+static void assert_perm(struct snapshot *s, const char *path, mode_t want)
+{
+	struct view_attr a;
+	int rc = view_getattr(s, path, &a);
+	if (rc != 0)
+		fail_msg("getattr %s: %s", path, strerror(-rc));
+	if (a.perm != want)
+		fail_msg("%s: mode %03o, want %03o", path, (unsigned)a.perm, (unsigned)want);
+}
+
+static void chmod_in(const char *root, const char *rel, mode_t m)
+{
+	char *p = test_join(root, rel);
+	assert_int_equal(chmod(p, m), 0);
+	free(p);
+}
+
+/* Issue 15, item 1: a file keeps its source's owner-exec bit (0555, else
+ * 0444), SKILL.md as well; directories are 0555 whatever their source. */
+static void test_modes_from_source(void **state)
+{
+	struct fixture *f = *state;
+	chmod_in(f->skills, "alpha/scripts/run.sh", 0700);
+	chmod_in(f->skills, "alpha/references/guide.md", 0644);
+	chmod_in(f->skills, "alpha/references", 0700);
+	chmod_in(f->skills, "gamma/SKILL.md", 0744);
+	chmod_in(f->skills, "parent/skills/child/helper.txt", 0755);
+	/* Group and others' bits alone do not make a file executable. */
+	chmod_in(f->skills, "parent/references/ref.md", 0655);
+	assert_int_equal(engine_reload(f->e, false, NULL), 0);
+	struct snapshot *s = engine_snapshot(f->e);
+	assert_perm(s, "skills/alpha/files/scripts/run.sh", 0555);
+	assert_perm(s, "skills/alpha/files/references/guide.md", 0444);
+	assert_perm(s, "skills/alpha/files/references", 0555);
+	/* A symlink takes the mode of the file it names. */
+	assert_perm(s, "skills/alpha/files/link-in", 0444);
+	assert_perm(s, "skills/gamma/SKILL.md", 0555);
+	assert_perm(s, "skills/alpha/SKILL.md", 0444);
+	assert_perm(s, "skills/parent/sub-skills/child/files/helper.txt", 0555);
+	assert_perm(s, "skills/parent/files/references/ref.md", 0444);
+	/* The same in the gate view. */
+	assert_perm(s, "configs/default/skills/alpha/scripts/run.sh", 0555);
+	assert_perm(s, "configs/default/skills/alpha/references/guide.md", 0444);
+	assert_perm(s, "configs/default/skills/alpha/references", 0555);
+	assert_perm(s, "configs/default/skills/gamma/SKILL.md", 0555);
+	assert_perm(s, "configs/default/skills/parent/skills/child/helper.txt", 0555);
+	assert_perm(s, "configs/default/skills/parent/references/ref.md", 0444);
+	/* Generated files stay 0444. */
+	assert_perm(s, "skills/alpha/skill.json", 0444);
+	assert_perm(s, "configs/default/effective", 0444);
+	snapshot_unref(s);
+}
+
+/* The listing of a skill's gate directory equals that of its source
+ * (less what the mount never shows: links leading out or to directories),
+ * and every file there equals its source byte for byte. */
+static void assert_gate_mirrors(struct snapshot *s, const char *vdir, const char *ddir)
+{
+	struct view_dirent *e = NULL;
+	size_t n = 0;
+	assert_int_equal(view_readdir(s, vdir, &e, &n), 0);
+	for (size_t i = 0; i < n; i++) {
+		char *vp = test_join(vdir, e[i].name), *dp = test_join(ddir, e[i].name);
+		struct stat st;
+		assert_int_equal(stat(dp, &st), 0);
+		if (e[i].type == VIEW_DIR) {
+			assert_true(S_ISDIR(st.st_mode));
+			assert_gate_mirrors(s, vp, dp);
+		} else {
+			assert_true(S_ISREG(st.st_mode));
+			assert_same_as_disk(s, vp, dp);
+		}
+		free(vp);
+		free(dp);
+	}
+	view_dirents_free(e, n);
+}
+
+/* Issue 15, item 2: configs/<cfg>/skills/<name>/ is each effective skill's
+ * directory whole, as on disk: SKILL.md and sub-skills included, files at
+ * their own relative paths, byte for byte; nothing generated, no skill that
+ * is not effective. The attachment report is configs/<cfg>/attachments. */
+static void test_gate_view_default(void **state)
+{
+	struct fixture *f = *state;
+	struct snapshot *s = engine_snapshot(f->e);
+	/* broken is invalid (D1): attached but not effective. */
+	assert_listing(s, "configs/default/skills", "alpha beta gamma parent");
+	assert_listing(s, "configs/default/skills/alpha", "SKILL.md link-in references scripts");
+	assert_listing(s, "configs/default/skills/alpha/references", "guide.md");
+	assert_listing(s, "configs/default/skills/parent", "SKILL.md references skills");
+	assert_listing(s, "configs/default/skills/parent/skills", "child");
+	assert_listing(s, "configs/default/skills/parent/skills/child", "SKILL.md helper.txt");
+	assert_listing(s, "configs/default/skills/gamma", "SKILL.md");
+	const char *names[] = { "alpha", "beta", "gamma", "parent" };
+	for (size_t i = 0; i < 4; i++) {
+		char *v = NULL, *d = test_join(f->skills, names[i]);
+		assert_true(asprintf(&v, "configs/default/skills/%s", names[i]) > 0);
+		assert_gate_mirrors(s, v, d);
+		free(v);
+		free(d);
+	}
+	const char *enoent[] = {
+		"configs/default/skills/broken", "configs/default/skills/broken/SKILL.md",
+		"configs/default/skills/child", "configs/default/skills/.hidden",
+		"configs/default/skills/empty", "configs/default/skills/nope",
+		"configs/default/skills/alpha/skill.json", "configs/default/skills/alpha/files",
+		"configs/default/skills/alpha/description", "configs/default/skills/alpha/mode",
+		"configs/default/skills/alpha/link-out", "configs/default/skills/alpha/link-self",
+		"configs/default/skills/alpha/link-dir-in", "configs/default/skills/alpha/dangling",
+		"configs/default/skills/alpha/references/up",
+		"configs/default/skills/alpha/references/up/beta/SKILL.md",
+		"configs/default/skills/..", "configs/default/skills/alpha/..",
+		"configs/default/skills/parent/sub-skills",
+	};
+	for (size_t i = 0; i < sizeof enoent / sizeof *enoent; i++) {
+		assert_attr_err(s, enoent[i], ENOENT);
+		assert_readdir_err(s, enoent[i], ENOENT);
+	}
+	assert_read_err(s, "configs/default/skills", EISDIR);
+	assert_read_err(s, "configs/default/skills/alpha", EISDIR);
+	assert_readdir_err(s, "configs/default/skills/alpha/SKILL.md", ENOTDIR);
+	/* The attachment report moved; each attachment and its state. */
+	char *t = view_text(s, "configs/default/attachments");
+	assert_non_null(strstr(t, "alpha effective "));
+	assert_non_null(strstr(t, "broken invalid "));
+	free(t);
+	struct view_attr a;
+	assert_int_equal(view_getattr(s, "configs/default/skills", &a), 0);
+	assert_int_equal(a.type, VIEW_DIR);
+	assert_int_equal(a.cache, VIEW_STATIC);
+	assert_int_equal(view_getattr(s, "configs/default/skills/alpha/SKILL.md", &a), 0);
+	assert_int_equal(a.cache, VIEW_STATIC);
+	snapshot_unref(s);
+}
+
+/* A skill disabled in the configuration, below the trust floor, or not
+ * attached is not in the gate view; an edit of the config shows in the
+ * next snapshot. */
+static void test_gate_view_only_effective(void **state)
+{
+	struct fixture *f = *state;
+	mk(f->root, "low");
+	mk(f->root, "low/lowly");
+	put(f->root, "low/lowly/SKILL.md", "---\nname: lowly\ndescription: Low trust\n---\nb\n");
+	put(f->root, "config.yaml",
+	    "sources:\n"
+	    "  - {path: skills, trust: first_party}\n"
+	    "  - {path: low, trust: community}\n"
+	    "skills: {minTrustLevel: verified}\n"
+	    "configurations:\n"
+	    "  main:\n"
+	    "    skills: [alpha, {name: beta, enabled: false}, lowly, parent]\n"
+	    "  other:\n"
+	    "    skills: [gamma]\n");
+	char *cfg = test_join(f->root, "config.yaml");
+	struct engine *e = open_engine(cfg, NULL);
+	struct snapshot *s = engine_snapshot(e);
+	assert_listing(s, "configs/main/skills", "alpha parent");
+	assert_listing(s, "configs/other/skills", "gamma");
+	assert_attr_err(s, "configs/main/skills/beta", ENOENT);
+	assert_attr_err(s, "configs/main/skills/lowly", ENOENT);
+	assert_attr_err(s, "configs/main/skills/lowly/SKILL.md", ENOENT);
+	assert_attr_err(s, "configs/main/skills/gamma", ENOENT);
+	assert_attr_err(s, "configs/other/skills/alpha/SKILL.md", ENOENT);
+	char *t = view_text(s, "configs/main/attachments");
+	assert_non_null(strstr(t, "beta disabled "));
+	assert_non_null(strstr(t, "lowly below-trust "));
+	free(t);
+
+	put(f->root, "config.yaml",
+	    "sources:\n"
+	    "  - {path: skills, trust: first_party}\n"
+	    "  - {path: low, trust: community}\n"
+	    "configurations:\n"
+	    "  main:\n"
+	    "    skills: [{name: alpha, enabled: false}, beta, lowly]\n");
+	assert_int_equal(engine_reload(e, true, NULL), 0);
+	struct snapshot *s2 = engine_snapshot(e);
+	assert_listing(s2, "configs/main/skills", "beta lowly");
+	assert_attr_err(s2, "configs/main/skills/alpha", ENOENT);
+	char *d = test_join(f->root, "low/lowly/SKILL.md");
+	assert_same_as_disk(s2, "configs/main/skills/lowly/SKILL.md", d);
+	free(d);
+	/* The old snapshot is unchanged. */
+	assert_listing(s, "configs/main/skills", "alpha parent");
+	snapshot_unref(s2);
+	snapshot_unref(s);
+	engine_close(e);
+	free(cfg);
+}
+
+/* view_gate_skill_of: the skill a path of a gate view belongs to. */
+static void test_view_gate_skill_of(void **state)
+{
+	(void)state;
+	const char *name = NULL;
+	size_t len = 0;
+	assert_true(view_gate_skill_of("configs/main/skills/alpha", &name, &len));
+	assert_int_equal(len, 5);
+	assert_memory_equal(name, "alpha", 5);
+	assert_true(view_gate_skill_of("configs/m/skills/alpha/scripts/run.sh", &name, &len));
+	assert_int_equal(len, 5);
+	assert_memory_equal(name, "alpha", 5);
+	assert_false(view_gate_skill_of("configs/main/skills", &name, &len));
+	assert_false(view_gate_skill_of("configs/main/skills/", &name, &len));
+	assert_false(view_gate_skill_of("configs/main/attachments", &name, &len));
+	assert_false(view_gate_skill_of("configs//skills/alpha", &name, &len));
+	assert_false(view_gate_skill_of("configs/skills/alpha", &name, &len));
+	assert_false(view_gate_skill_of("skills/alpha", &name, &len));
+	assert_false(view_gate_skill_of("runs/a/skills/alpha", &name, &len));
+	assert_false(view_gate_skill_of("", &name, &len));
+}
+
 /* view_skill_of: the skill directory a path belongs to. */
 static void test_view_skill_of(void **state)
 {
@@ -887,7 +1101,11 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_D1_oversized_skill_md_served_from_disk, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_modes_from_source, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gate_view_default, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gate_view_only_effective, setup, teardown),
 		cmocka_unit_test(test_view_skill_of),
+		cmocka_unit_test(test_view_gate_skill_of),
 		cmocka_unit_test(test_view_run_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

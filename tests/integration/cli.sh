@@ -14,7 +14,7 @@ test_check_examples_ok() {
 
 test_check_invalid_attached_skill_exits_1() {
 	cp -r "$EXAMPLES/skills" "$T/skills"
-	printf -- '---\nname: greet\ndescription: a: b\n---\n' >"$T/skills/greet/SKILL.md"
+	printf -- '---\nname: greet\ndescription: [a: b\n---\n' >"$T/skills/greet/SKILL.md"
 	local out rc=0
 	out=$("$SKILLFS" check -s "$T/skills" 2>&1) || rc=$?
 	assert_eq 1 "$rc" "exit status with an invalid attached skill"

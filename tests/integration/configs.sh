@@ -62,7 +62,7 @@ test_allowed_tools_follow_skill_edit() {
 	grep -q '"policy": "list"' "$MNT/configs/main/grants.json" || fail "grants.json policy"
 	# a broken SKILL.md declares [] (D1): the others still grant their tools
 	printf -- '---\nname: reader\ndescription: [unclosed\n---\n' >"$T/skills/reader/SKILL.md"
-	wait_for 1 grep -q 'reader invalid' "$MNT/configs/main/skills" || fail "invalid state not shown: $(cat "$MNT/configs/main/skills")"
+	wait_for 1 grep -q 'reader invalid' "$MNT/configs/main/attachments" || fail "invalid state not shown: $(cat "$MNT/configs/main/attachments")"
 	assert_eq "write" "$(cat "$MNT/configs/main/allowed-tools")" "invalid skill grants nothing"
 }
 
@@ -73,7 +73,7 @@ test_disabled_skill_leaves_effective() {
 	sed -i 's/main: {skills: \[reader, writer, plain\]}/main: {skills: [reader, {name: writer, enabled: false}, plain]}/' "$T/config.yaml"
 	wait_for 1 file_is "$MNT/configs/main/effective" "$(printf 'reader\nplain')" ||
 		fail "disabled skill still effective: $(cat "$MNT/configs/main/effective")"
-	grep -q '^writer disabled' "$MNT/configs/main/skills" || fail "skills file: $(cat "$MNT/configs/main/skills")"
+	grep -q '^writer disabled' "$MNT/configs/main/attachments" || fail "skills file: $(cat "$MNT/configs/main/attachments")"
 	assert_eq read "$(cat "$MNT/configs/main/allowed-tools")" "R4: a disabled skill grants nothing"
 }
 
@@ -575,6 +575,81 @@ test_watch_limit_is_a_warning() {
 	*) fail "the mount did not answer as usual: [$out]" ;;
 	esac
 	assert_eq 1 "$(grep -c 'watch limit' <<<"$out")" "the warning is given once"
+}
+
+# Issue 15, items 3 and 4: an unquoted ': ' in a description is read as
+# plain text with a warning (its allowed-tools count); a description over
+# 1,024 characters, a missing one, one shortened in <available_skills> and a
+# skill left out by listingMaxBytes are each warned, naming the skill and the
+# limit, in skill.json (the skill's own), configs/<cfg>/warnings and
+# `skillfs check`.
+test_lenient_description_and_listing_warnings() {
+	rm -rf "$T/skills"
+	mkdir -p "$T/skills"/{dlv,long,extra,nodesc,anchored,badtools}
+	printf -- '---\nname: dlv\ndescription: Debug Go with Delve (dlv): inspect goroutines\nallowed-tools: Bash(dlv:*) Read\n---\nbody\n' \
+		>"$T/skills/dlv/SKILL.md"
+	{
+		printf -- '---\nname: long\ndescription: start'
+		for _ in $(seq 1 110); do printf ' wordy text'; done # 5 + 1,210 characters
+		printf '\n---\nbody\n'
+	} >"$T/skills/long/SKILL.md"
+	printf -- '---\nname: extra\ndescription: the extra skill\n---\nbody\n' >"$T/skills/extra/SKILL.md"
+	printf -- '---\nname: nodesc\nallowed-tools: [write]\n---\nbody\n' >"$T/skills/nodesc/SKILL.md"
+	# the fallback would hand the description to allowed-tools: refused
+	printf -- '---\nname: anchored\ndescription: &t Bash, Read: all files\nallowed-tools: *t\n---\nbody\n' \
+		>"$T/skills/anchored/SKILL.md"
+	printf -- '---\nname: badtools\ndescription: d\nallowed-tools: Bash(git: diff) Read: all\n---\nbody\n' \
+		>"$T/skills/badtools/SKILL.md"
+	cat >"$T/config.yaml" <<CFG
+sources: [{path: skills, trust: first_party}]
+skills: {listingMaxBytes: 1}
+configurations:
+  main: {skills: [long, dlv, extra, nodesc]}
+  broken: {skills: [anchored, badtools]}
+CFG
+	local out rc=0
+	out=$("$SKILLFS" check -c "$T/config.yaml" 2>&1) || rc=$?
+	start || return
+	local j=$MNT/skills
+	grep -q '"valid": true' "$j/dlv/skill.json" || fail "dlv not valid: $(cat "$j/dlv/skill.json")"
+	assert_eq "Debug Go with Delve (dlv): inspect goroutines" "$(cat "$j/dlv/description")" "dlv description"
+	assert_eq "$(printf 'Bash(dlv:*)\nRead')" "$(cat "$j/dlv/allowed-tools")" "dlv allowed-tools"
+	grep -q '"pattern": "dlv"' "$MNT/configs/main/grants.json" || fail "dlv's grant not in grants.json"
+	assert_eq "$(printf 'bash(dlv:*)\nread\nwrite')" "$(cat "$MNT/configs/main/allowed-tools")" \
+		"the lenient skill's allowed-tools count"
+	grep -q '"valid": false' "$j/anchored/skill.json" || fail "anchored read leniently"
+	grep -q "would change the key 'allowed-tools'" "$j/anchored/skill.json" || fail "anchored error: $(cat "$j/anchored/skill.json")"
+	grep -q '"valid": false' "$j/badtools/skill.json" || fail "broken allowed-tools line read leniently"
+	assert_eq "" "$(cat "$MNT/configs/broken/allowed-tools")" "invalid skills grant nothing"
+	# the listing: long first (always listed) and cut, nodesc left out
+	local a
+	a=$(cat "$MNT/configs/main/available-skills")
+	grep 'name="long"' <<<"$a" | grep -qF ' wordy…</skill>' || fail "long not cut with an ellipsis: $a"
+	grep -q 'name="nodesc"' <<<"$a" && fail "a skill without description listed: $a"
+	local w
+	w=$(cat "$MNT/configs/main/warnings")
+	local want name
+	# the skills' own: "skill 'x': ..." in warnings, "skill x: warning: ..." in check
+	for want in \
+		"dlv: front-matter line 3: the description's value holds ': '" \
+		"long: the description is 1215 characters, over the limit of 1024 characters" \
+		"nodesc: no description in the front-matter: the skill is not listed in <available_skills>"; do
+		name=${want%%:*}
+		grep -qF "skill '$name'${want#"$name"}" <<<"$w" || fail "configs/main/warnings lacks [$want]: $w"
+		grep -qF "skill $name: warning${want#"$name"}" <<<"$out" || fail "skillfs check lacks [$want]: $out"
+	done
+	# the configuration's
+	for want in \
+		"skill 'long': description shortened in <available_skills> from 1215 to 199 characters" \
+		"skill 'dlv' not listed in <available_skills>: the listing is full, budget skills.listingMaxBytes=1" \
+		"skill 'extra' not listed in <available_skills>: the listing is full, budget skills.listingMaxBytes=1"; do
+		grep -qF "$want" <<<"$w" || fail "configs/main/warnings lacks [$want]: $w"
+		grep -qF "$want" <<<"$out" || fail "skillfs check lacks [$want]: $out"
+	done
+	grep -qF "read as plain text" "$j/dlv/skill.json" || fail "dlv skill.json lacks the warning"
+	grep -qF "over the limit of 1024 characters" "$j/long/skill.json" || fail "long skill.json lacks the warning"
+	grep -qF "not listed in <available_skills>" "$j/nodesc/skill.json" || fail "nodesc skill.json lacks the warning"
+	assert_eq 1 "$rc" "check exit status (configuration broken has invalid skills)"
 }
 
 run_tests

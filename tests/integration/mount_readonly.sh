@@ -128,7 +128,7 @@ test_edits_show_within_one_second() {
 test_invalid_skill_listed_with_error() {
 	fresh_skills
 	mkdir "$T/skills/broken"
-	printf -- '---\nname: broken\ndescription: a: b: c\n---\nbody\n' >"$T/skills/broken/SKILL.md"
+	printf -- '---\nname: broken\ndescription: [a: b: c\n---\nbody\n' >"$T/skills/broken/SKILL.md"
 	start_mount -s "$T/skills" || return
 	grep -q '"valid": false' "$MNT/skills/broken/skill.json" || fail "broken skill not marked invalid"
 	grep -q '"error": "' "$MNT/skills/broken/skill.json" || fail "broken skill has no error"
