@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "discover.h"
+
 /* A skill found while scanning, before duplicates are settled. */
 struct found {
 	struct skill *skill;
@@ -197,6 +199,20 @@ static int load_all(struct load_job *j)
 	return j->failed ? -1 : 0;
 }
 
+/* The warning for a source that holds no skill: for a plain one, where
+ * SKILL.md files lie deeper if they do (discover_hint). Returns 0 or -1
+ * on ENOMEM. */
+static int warn_no_skills(const struct source *src, struct strlist *warnings)
+{
+	if (src->recursive)
+		return strlist_addf(warnings, "no skills in %s: no directory below it holds a "
+				    "SKILL.md", src->path);
+	char *hint;
+	if (discover_hint(src->path, &hint) < 0)
+		return -1;
+	return strlist_add_owned(warnings, hint);
+}
+
 static int scan_source(const struct source *src, size_t source, const struct reuse_index *ri,
 		       const struct skill_limits *lim, const struct strlist *dirty,
 		       struct found_list *out, struct strlist *warnings)
@@ -218,29 +234,54 @@ static int scan_source(const struct source *src, size_t source, const struct reu
 		return strlist_addf(warnings, "source %s: %s", src->path, strerror(errno));
 	struct strlist names = { 0 };
 	int rc = 0;
-	struct dirent *de;
-	errno = 0;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		if (de->d_type != DT_DIR && de->d_type != DT_LNK && de->d_type != DT_UNKNOWN)
-			continue;
-		if (strlist_add(&names, de->d_name) < 0) {
+	if (src->recursive) {
+		/* Every directory holding a SKILL.md below the source, in
+		 * search order (which settles duplicates). */
+		closedir(d);
+		static const struct discover_bounds deep = { DISCOVER_RECURSIVE_DEPTH,
+							      DISCOVER_RECURSIVE_ENTRIES };
+		struct discover found;
+		if (discover_search(src->path, &deep, false, &found) < 0)
+			return -1;
+		names = found.skills;
+		found.skills = (struct strlist){ 0 };
+		if ((found.cut_depth &&
+		     strlist_addf(warnings, "source %s: directories deeper than %u levels are not "
+				  "searched for skills", src->path,
+				  (unsigned)DISCOVER_RECURSIVE_DEPTH) < 0) ||
+		    (found.cut_entries &&
+		     strlist_addf(warnings, "source %s: the search for skills stopped after %u "
+				  "directory entries; skills beyond them are not loaded (give the "
+				  "directories that hold them as sources instead)", src->path,
+				  (unsigned)DISCOVER_RECURSIVE_ENTRIES) < 0))
 			rc = -1;
-			break;
+		discover_free(&found);
+	} else {
+		struct dirent *de;
+		while ((de = readdir(d))) {
+			if (de->d_name[0] == '.')
+				continue;
+			if (de->d_type != DT_DIR && de->d_type != DT_LNK && de->d_type != DT_UNKNOWN)
+				continue;
+			if (strlist_add(&names, de->d_name) < 0) {
+				rc = -1;
+				break;
+			}
 		}
+		closedir(d);
+		strlist_sort(&names);
 	}
-	closedir(d);
-	strlist_sort(&names);
 	struct load_job job = { .root = src->path, .names = &names, .ri = ri, .lim = lim,
 				.dirty = dirty };
 	if (rc == 0 && names.n && !(job.skills = calloc(names.n, sizeof *job.skills)))
 		rc = -1;
 	if (rc == 0 && names.n)
 		rc = load_all(&job);
+	size_t nskills = 0;
 	for (size_t i = 0; job.skills && i < names.n; i++) {
 		if (!job.skills[i])
 			continue;
+		nskills++;
 		if (rc == 0)
 			rc = found_add_listable(out, job.skills[i], source, src, warnings);
 		else
@@ -248,6 +289,8 @@ static int scan_source(const struct source *src, size_t source, const struct reu
 	}
 	free(job.skills);
 	strlist_free(&names);
+	if (rc == 0 && nskills == 0)
+		rc = warn_no_skills(src, warnings);
 	return rc;
 }
 

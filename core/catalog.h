@@ -29,10 +29,13 @@ struct catalog {
 	struct catalog_entry *entries; /* sorted by name (strcmp) */
 	size_t n;
 	struct strlist warnings; /* duplicates across sources, unreadable sources,
-	                            skills left out for an unusable name */
+	                            sources holding no skill (and where SKILL.md
+	                            files lie deeper), skills left out for an
+	                            unusable name */
 };
 
-/* Scans every source of c. prev (may be NULL) lends skills whose SKILL.md
+/* Scans every source of c: a plain one's immediate subdirectories, a
+ * recursive one's tree (discover_search). prev (may be NULL) lends skills whose SKILL.md
  * file identity is unchanged and whose directory is not in dirty (a sorted
  * list of skill directories that had other changes; may be NULL). A duplicate
  * name: the first source wins, the other is a warning. A skill whose name

@@ -419,7 +419,8 @@ static int get_trust_lenient(struct ctx *x, const yaml_node_t *n, const char *ke
 
 /* ---- sections ---------------------------------------------------------- */
 
-static int add_source(struct config *c, char *abs, enum trust t, bool writable)
+static int add_source(struct config *c, char *abs, enum trust t, bool writable,
+		      bool recursive)
 {
 	struct source *s = realloc(c->sources, (c->nsources + 1) * sizeof *s);
 	if (!s) {
@@ -427,15 +428,16 @@ static int add_source(struct config *c, char *abs, enum trust t, bool writable)
 		return -1;
 	}
 	c->sources = s;
-	s[c->nsources] = (struct source){ .path = abs, .trust = t, .writable = writable };
+	s[c->nsources] = (struct source){ .path = abs, .trust = t, .writable = writable,
+				      .recursive = recursive };
 	c->nsources++;
 	return 0;
 }
 
 static int parse_sources(struct ctx *x, const yaml_node_t *n)
 {
-	static const char *const names[] = {"path", "trust", "writable"};
-	yaml_node_t *f[3];
+	static const char *const names[] = {"path", "trust", "writable", "recursive"};
+	yaml_node_t *f[4];
 	char k[KEY_MAX], kk[KEY_MAX];
 	if (want_seq(x, n, "sources") < 0)
 		return -1;
@@ -446,8 +448,8 @@ static int parse_sources(struct ctx *x, const yaml_node_t *n)
 		key_index(k, "sources", i);
 		if (!item)
 			return fail(x, n, k, "malformed list");
-		bool writable = false;
-		if (get_fields(x, item, k, names, 3, f) < 0)
+		bool writable = false, recursive = false;
+		if (get_fields(x, item, k, names, 4, f) < 0)
 			return -1;
 		if (!f[0])
 			return fail(x, item, key_join(kk, k, "path"), "missing");
@@ -457,8 +459,10 @@ static int parse_sources(struct ctx *x, const yaml_node_t *n)
 			return -1;
 		if (f[2] && get_bool(x, f[2], key_join(kk, k, "writable"), &writable) < 0)
 			return -1;
+		if (f[3] && get_bool(x, f[3], key_join(kk, k, "recursive"), &recursive) < 0)
+			return -1;
 		char *abs = path_resolve(x->base_dir, path);
-		if (!abs || add_source(x->c, abs, t, writable) < 0)
+		if (!abs || add_source(x->c, abs, t, writable, recursive) < 0)
 			return fail_oom(x);
 	}
 	return 0;
@@ -1496,7 +1500,7 @@ int config_add_sources(struct config *c, const char *const *dirs, size_t ndirs)
 {
 	for (size_t i = 0; i < ndirs; i++) {
 		char *abs = config_path_absolute(dirs[i]);
-		if (!abs || add_source(c, abs, TRUST_FIRST_PARTY, false) < 0)
+		if (!abs || add_source(c, abs, TRUST_FIRST_PARTY, false, false) < 0)
 			return -1;
 	}
 	return 0;

@@ -42,6 +42,8 @@ struct source {
 	char *path; /* absolute */
 	enum trust trust;
 	bool writable; /* sources[].writable: learn_skill may write here */
+	bool recursive; /* sources[].recursive, -r DIR: skills at any depth
+	                   (core/discover.h), not only one level down */
 };
 
 struct attachment {

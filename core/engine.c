@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "discover.h"
 #include "json_text.h"
 #include "mode.h"
 #include "resolution.h"
@@ -57,7 +58,8 @@ struct engine {
 	char *config_given;       /* absolute, links kept; or NULL */
 	char *config_path;        /* config_given resolved at the last load
 	                             (guarded by reload_lock) */
-	struct strlist dirs;      /* -s directories */
+	struct strlist dirs;      /* -s and -r directories */
+	bool *dirs_recursive;     /* per dirs item: a -r directory */
 
 	pthread_mutex_t lock;     /* guards current and generation */
 	pthread_mutex_t reload_lock; /* one reload at a time; guards config_st */
@@ -187,6 +189,9 @@ static int load_config(struct engine *e, struct config **out, char **err)
 			return -1;
 		}
 	}
+	/* The -s and -r directories are the last sources, in their order. */
+	for (size_t i = 0; i < e->dirs.n && e->dirs.n <= c->nsources; i++)
+		c->sources[c->nsources - e->dirs.n + i].recursive = e->dirs_recursive[i];
 	*out = c;
 	return 0;
 }
@@ -250,7 +255,10 @@ struct engine *engine_open(const struct engine_options *opt, char **err)
 			goto fail;
 		}
 	}
+	if (opt->ndirs && !(e->dirs_recursive = calloc(opt->ndirs, sizeof *e->dirs_recursive)))
+		goto fail;
 	for (size_t i = 0; i < opt->ndirs; i++) {
+		e->dirs_recursive[i] = opt->recursive && opt->recursive[i];
 		/* Absolute now (a daemon leaves its directory), but through any
 		 * symbolic link in it, as a source in the config file: a link
 		 * retargeted later is followed. */
@@ -267,6 +275,7 @@ struct engine *engine_open(const struct engine_options *opt, char **err)
 	}
 	e->opt.config_path = e->config_given;
 	e->opt.dirs = NULL;
+	e->opt.recursive = NULL;
 	e->opt.ndirs = 0;
 
 	struct config *c;
@@ -723,6 +732,26 @@ static void watch_refresh(struct engine *e, const struct snapshot *old, const st
 		/* The source, and each directory in it: a SKILL.md can appear in
 		 * a directory that was not a skill a moment ago. */
 		watch_add(e, src, root_len, WATCH_SOURCE, NULL);
+		if (c->sources[i].recursive) {
+			/* Each directory its search went through (a skill can
+			 * appear in any of them) and each skill directory it
+			 * found, the catalogue's own trees watched below (one
+			 * shadowed by a duplicate is not in it, yet may be
+			 * renamed into a skill of its own). */
+			static const struct discover_bounds deep = { DISCOVER_RECURSIVE_DEPTH,
+								      DISCOVER_RECURSIVE_ENTRIES };
+			struct discover found;
+			if (discover_search(src, &deep, true, &found) < 0)
+				continue; /* out of memory: the next refresh tries again */
+			for (size_t k = 0; k < found.dirs.n + found.skills.n; k++) {
+				const char *rel = k < found.dirs.n ? found.dirs.items[k]
+								   : found.skills.items[k - found.dirs.n];
+				if (snprintf(path, sizeof path, "%s/%s", src, rel) < (int)sizeof path)
+					watch_add(e, path, root_len, WATCH_TREE, NULL);
+			}
+			discover_free(&found);
+			continue;
+		}
 		DIR *d = opendir(src);
 		if (!d)
 			continue;
@@ -1072,6 +1101,7 @@ void engine_close(struct engine *e)
 	free(e->config_given);
 	free(e->config_path);
 	strlist_free(&e->dirs);
+	free(e->dirs_recursive);
 	pthread_mutex_destroy(&e->lock);
 	pthread_mutex_destroy(&e->reload_lock);
 	free(e);

@@ -23,7 +23,9 @@ struct runs;
 
 struct engine_options {
 	const char *config_path;  /* NULL: the no-config default (section 9) */
-	const char *const *dirs;  /* -s directories */
+	const char *const *dirs;  /* -s and -r directories, in command-line order */
+	const bool *recursive;    /* per dirs[i]: a -r directory, searched at any
+	                             depth (NULL: none is) */
 	size_t ndirs;
 	struct skill_limits limits;
 	bool watch;               /* follow changes on disk (inotify) */

@@ -16,15 +16,19 @@
 #include "strlist.h"
 
 static const char usage[] =
-	"usage: skillfs [-c CONFIG] [-s SKILLS_DIR]... [--state DB] [-f] [-d] [-o OPT,...] MOUNTPOINT\n"
-	"       skillfs check [-c CONFIG] [-s SKILLS_DIR]... [--state DB]\n"
+	"usage: skillfs [-c CONFIG] [-s SKILLS_DIR]... [-r SKILLS_DIR]... [--state DB] [-f] [-d]\n"
+	"               [-o OPT,...] MOUNTPOINT\n"
+	"       skillfs check [-c CONFIG] [-s SKILLS_DIR]... [-r SKILLS_DIR]... [--state DB]\n"
 	"       skillfs --help | --version\n"
 	"\n"
 	"  -c, --config FILE    the instance config (YAML); without it every -s\n"
-	"                       directory is a first_party source, every built-in\n"
+	"                       or -r directory is a first_party source, every built-in\n"
 	"                       tool is registered, and configuration 'default'\n"
 	"                       attaches every skill\n"
-	"  -s, --skills DIR     a directory of skills (repeatable)\n"
+	"  -s, --skills DIR     a directory of skills, each in a directory of its\n"
+	"                       own directly in DIR (repeatable)\n"
+	"  -r, --recursive DIR  a directory whose skills lie at any depth below it,\n"
+	"                       as a source with recursive: true (repeatable)\n"
 	"      --state DB       the run database (default $XDG_STATE_HOME/skillfs/state.db)\n"
 	"  -f, --foreground     do not daemonise\n"
 	"  -d, --debug          print every FUSE request (implies -f)\n"
@@ -39,7 +43,8 @@ static const char usage[] =
 
 struct cli {
 	const char *config;
-	struct strlist dirs;
+	struct strlist dirs;  /* -s and -r, in their order */
+	bool *recursive;      /* per dirs item: given with -r */
 	const char *state;
 	bool foreground, debug;
 	struct buf fuse_opts; /* every -o, joined with commas */
@@ -47,11 +52,33 @@ struct cli {
 	bool check;
 };
 
+/* Adds a -s (recursive false) or -r directory. Returns 0 or -1 on ENOMEM. */
+static int add_dir(struct cli *cli, const char *dir, bool recursive)
+{
+	bool *r = realloc(cli->recursive, (cli->dirs.n + 1) * sizeof *r);
+	if (!r)
+		return -1;
+	cli->recursive = r;
+	if (strlist_add(&cli->dirs, dir) < 0)
+		return -1;
+	r[cli->dirs.n - 1] = recursive;
+	return 0;
+}
+
+static void cli_free(struct cli *cli)
+{
+	strlist_free(&cli->dirs);
+	free(cli->recursive);
+	cli->recursive = NULL;
+	buf_free(&cli->fuse_opts);
+}
+
 static int parse(int argc, char **argv, struct cli *cli)
 {
 	static const struct option longopts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "skills", required_argument, NULL, 's' },
+		{ "recursive", required_argument, NULL, 'r' },
 		{ "state", required_argument, NULL, 'S' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "debug", no_argument, NULL, 'd' },
@@ -66,14 +93,17 @@ static int parse(int argc, char **argv, struct cli *cli)
 	}
 	optind = first;
 	int c;
-	while ((c = getopt_long(argc, argv, "+c:s:fdo:hV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+c:s:r:fdo:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			cli->config = optarg;
 			break;
 		case 's':
-			if (strlist_add(&cli->dirs, optarg) < 0)
+		case 'r':
+			if (add_dir(cli, optarg, c == 'r') < 0) {
+				fprintf(stderr, "skillfs: out of memory\n");
 				return -1;
+			}
 			break;
 		case 'S':
 			cli->state = optarg;
@@ -121,7 +151,7 @@ static int parse(int argc, char **argv, struct cli *cli)
 		cli->mountpoint = argv[optind];
 	}
 	if (!cli->config && cli->dirs.n == 0 && !(cli->check && cli->state)) {
-		fprintf(stderr, "skillfs: give a config file (-c) or a skills directory (-s)\n");
+		fprintf(stderr, "skillfs: give a config file (-c) or a skills directory (-s or -r)\n");
 		return -1;
 	}
 	return 0;
@@ -181,19 +211,18 @@ int main(int argc, char **argv)
 {
 	struct cli cli = { 0 };
 	if (parse(argc, argv, &cli) < 0) {
-		strlist_free(&cli.dirs);
-		buf_free(&cli.fuse_opts);
+		cli_free(&cli);
 		return 2;
 	}
 	if (cli.check && cli.state && !cli.config && cli.dirs.n == 0) {
 		int status = run_state_check(cli.state);
-		strlist_free(&cli.dirs);
-		buf_free(&cli.fuse_opts);
+		cli_free(&cli);
 		return status;
 	}
 	struct engine_options eo = {
 		.config_path = cli.config,
 		.dirs = (const char *const *)cli.dirs.items,
+		.recursive = cli.recursive,
 		.ndirs = cli.dirs.n,
 		.watch = !cli.check,
 	};
@@ -201,16 +230,14 @@ int main(int argc, char **argv)
 	if (model_global_init(&err) < 0) {
 		fprintf(stderr, "skillfs: %s\n", err ? err : "cannot initialise libcurl");
 		free(err);
-		strlist_free(&cli.dirs);
-		buf_free(&cli.fuse_opts);
+		cli_free(&cli);
 		return 1;
 	}
 	struct engine *e = engine_open(&eo, &err);
 	if (!e) {
 		fprintf(stderr, "skillfs: %s\n", err ? err : "out of memory");
 		free(err);
-		strlist_free(&cli.dirs);
-		buf_free(&cli.fuse_opts);
+		cli_free(&cli);
 		return 1;
 	}
 	int status;
@@ -254,7 +281,6 @@ int main(int argc, char **argv)
 	free(state);
 	engine_close(e);
 	model_global_cleanup();
-	strlist_free(&cli.dirs);
-	buf_free(&cli.fuse_opts);
+	cli_free(&cli);
 	return status;
 }

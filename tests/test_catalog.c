@@ -18,6 +18,7 @@
 
 #include "catalog.h"
 #include "config.h"
+#include "discover.h"
 #include "strlist.h"
 
 #include "testutil.h"
@@ -853,6 +854,332 @@ static void test_sec2_unusable_directory_name_is_not_listed(void **state)
 	config_free(c);
 }
 
+/* ------------------------------------------- finding skills (issue 15) */
+
+static void make_link(const char *target, const char *root, const char *rel)
+{
+	char *l = test_join(root, rel);
+	assert_int_equal(symlink(target, l), 0);
+	free(l);
+}
+
+/* A collection's root: skills/a (with a sub-skill and a SKILL.md among
+ * its files), skills/a2, plugins/p/skills/b, .curated/c; skills in .git
+ * and node_modules; below the root a link to a skill directory outside
+ * it, and a link loop. Returns the collection's path (free it). */
+static char *make_collection(const char *root)
+{
+	make_dir(root, "coll");
+	char *x = test_join(root, "coll");
+	static const char *const dirs[] = { "skills", "plugins", "plugins/p", "plugins/p/skills",
+					    ".curated", ".git", ".git/hooks", "node_modules",
+					    "node_modules/pkg", "docs" };
+	for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++)
+		make_dir(x, dirs[i]);
+	make_skill(x, "skills/a", skill_md("a", NULL));
+	make_dir(x, "skills/a/examples");
+	make_skill(x, "skills/a/examples/inner", skill_md("inner", NULL));
+	make_dir(x, "skills/a/skills");
+	make_skill(x, "skills/a/skills/sub", skill_md("sub", NULL));
+	make_skill(x, "skills/a2", skill_md("a2", NULL));
+	make_skill(x, "plugins/p/skills/b", skill_md("b", NULL));
+	make_skill(x, ".curated/c", skill_md("c", NULL));
+	make_skill(x, ".git/hooks/g", skill_md("g", NULL));
+	make_skill(x, "node_modules/pkg/n", skill_md("n", NULL));
+	make_skill(root, "elsewhere", skill_md("l", NULL)); /* outside the collection */
+	char *l = test_join(root, "elsewhere");
+	make_link(l, x, "docs/linked");
+	free(l);
+	make_link("..", x, "docs/loop");
+	return x;
+}
+
+static struct config *recursive_config(const char *root, const char *dir)
+{
+	char yaml[PATH_MAX + 128];
+	snprintf(yaml, sizeof yaml,
+		 "sources:\n  - {path: %s, trust: community, recursive: true}\n"
+		 "configurations:\n  default: {skills: []}\n",
+		 dir);
+	struct config *c = parse_config(root, yaml);
+	assert_true(c->sources[0].recursive);
+	return c;
+}
+
+/* recursive: true finds every directory holding a SKILL.md at any depth,
+ * hidden ones included; .git and node_modules are skipped, links are not
+ * followed, and a skill's own tree is not searched again (its skills/
+ * holds its sub-skills). */
+static void test_recursive_source_finds_skills_at_any_depth(void **state)
+{
+	const char *root = *state;
+	char *x = make_collection(root);
+	make_dir(x, "deep");
+	make_dir(x, "deep/1");
+	make_dir(x, "deep/1/2");
+	make_dir(x, "deep/1/2/3");
+	make_skill(x, "deep/1/2/3/w", skill_md("w", NULL));
+	struct config *c = recursive_config(root, x);
+	struct catalog *cat = build(c, NULL, NULL);
+	const char *want[] = { "a", "a2", "b", "c", "w" };
+	assert_int_equal(cat->n, 5);
+	for (size_t i = 0; i < 5; i++) {
+		assert_string_equal(cat->entries[i].skill->name, want[i]);
+		assert_int_equal(cat->entries[i].source, 0);
+		assert_int_equal(cat->entries[i].trust, TRUST_COMMUNITY);
+	}
+	char *b = test_join(x, "plugins/p/skills/b");
+	assert_string_equal(must_find(cat, "b")->skill->dir, b);
+	free(b);
+	const struct skill *a = must_find(cat, "a")->skill;
+	assert_int_equal(a->nsubs, 1);
+	assert_string_equal(a->subs[0]->name, "sub");
+	assert_null(catalog_find(cat, "inner"));
+	assert_null(catalog_find(cat, "sub"));
+	assert_null(catalog_find(cat, "g"));
+	assert_null(catalog_find(cat, "n"));
+	assert_null(catalog_find(cat, "l")); /* only behind a link */
+	assert_int_equal(cat->warnings.n, 0);
+	catalog_free(cat);
+	config_free(c);
+	free(x);
+}
+
+/* A link directly in a recursive source that leads to a skill directory
+ * is that skill, as in a plain source (nothing behind it is searched). */
+static void test_recursive_source_link_at_top_is_a_skill(void **state)
+{
+	const char *root = *state;
+	make_dir(root, "src");
+	char *src = test_join(root, "src");
+	make_skill(root, "outside", skill_md("outside", NULL));
+	char *outside = test_join(root, "outside");
+	make_skill(outside, "nested", skill_md("nested", NULL));
+	make_link(outside, src, "top");
+	make_dir(root, "tree");
+	make_skill(root, "tree/deeper", skill_md("deeper", NULL));
+	char *tree = test_join(root, "tree");
+	make_link(tree, src, "tree-link"); /* a link to a directory that is no skill */
+	struct config *c = recursive_config(root, src);
+	struct catalog *cat = build(c, NULL, NULL);
+	assert_int_equal(cat->n, 1);
+	assert_string_equal(cat->entries[0].skill->name, "outside");
+	assert_null(catalog_find(cat, "deeper"));
+	catalog_free(cat);
+	config_free(c);
+	free(tree);
+	free(outside);
+	free(src);
+}
+
+/* Duplicates in a recursive source: the first in search order (each
+ * directory's entries in strcmp order, depth first) wins; the other is
+ * reported, as across sources. */
+static void test_recursive_source_duplicate_first_in_search_order(void **state)
+{
+	const char *root = *state;
+	make_dir(root, "src");
+	char *src = test_join(root, "src");
+	make_dir(src, "skills");
+	make_dir(src, ".curated");
+	make_skill(src, "skills/d", skill_md("d", NULL));
+	make_skill(src, ".curated/d", skill_md("d", NULL));
+	struct config *c = recursive_config(root, src);
+	struct catalog *cat = build(c, NULL, NULL);
+	assert_int_equal(cat->n, 1);
+	char *first = test_join(src, ".curated/d"), *second = test_join(src, "skills/d");
+	assert_string_equal(cat->entries[0].skill->dir, first);
+	assert_int_equal(cat->warnings.n, 1);
+	char want[2 * PATH_MAX];
+	snprintf(want, sizeof want, "skill 'd' in %s is shadowed by the one in %s", second, first);
+	assert_string_equal(cat->warnings.items[0], want);
+	catalog_free(cat);
+	config_free(c);
+	free(first);
+	free(second);
+	free(src);
+}
+
+/* A plain source on a collection's root finds nothing directly in it: the
+ * warning names each directory holding skills (the fullest first) with its
+ * count, and says what to do; what a recursive search skips is not
+ * counted. */
+static void test_plain_source_hint_names_where_skills_are(void **state)
+{
+	const char *root = *state;
+	char *x = make_collection(root);
+	const char *dirs[] = { x };
+	struct config *c = default_config(dirs, 1);
+	struct catalog *cat = build(c, NULL, NULL);
+	assert_int_equal(cat->n, 0);
+	assert_int_equal(cat->warnings.n, 1);
+	char want[8 * PATH_MAX];
+	snprintf(want, sizeof want,
+		 "no skills directly in %s; 4 found in %s/skills (2), %s/.curated (1), "
+		 "%s/plugins/p/skills (1): use those directories as sources, or `recursive: "
+		 "true` on this source (-r on the command line) to load every skill below it",
+		 x, x, x, x);
+	assert_string_equal(cat->warnings.items[0], want);
+	catalog_free(cat);
+	config_free(c);
+	free(x);
+}
+
+/* One directory holding them all: named alone, without a count; a
+ * source without any SKILL.md says that; neither when a skill is there. */
+static void test_plain_source_hint_one_directory_or_none(void **state)
+{
+	const char *root = *state;
+	make_dir(root, "one");
+	char *one = test_join(root, "one");
+	make_dir(one, "skills");
+	make_skill(one, "skills/x", skill_md("x", NULL));
+	make_skill(one, "skills/y", skill_md("y", NULL));
+	make_dir(root, "none");
+	char *none = test_join(root, "none");
+	make_dir(none, "docs");
+	make_dir(root, "fine");
+	char *fine = test_join(root, "fine");
+	make_skill(fine, "z", skill_md("z", NULL));
+	make_dir(fine, "skills");
+	make_skill(fine, "skills/deeper", skill_md("deeper", NULL));
+	const char *dirs[] = { one, none, fine };
+	struct config *c = default_config(dirs, 3);
+	struct catalog *cat = build(c, NULL, NULL);
+	assert_int_equal(cat->n, 1);
+	assert_int_equal(cat->warnings.n, 2);
+	char want[4 * PATH_MAX];
+	snprintf(want, sizeof want,
+		 "no skills directly in %s; 2 found in %s/skills: use that directory as the "
+		 "source, or `recursive: true` on this source (-r on the command line) to load "
+		 "every skill below it",
+		 one, one);
+	assert_string_equal(cat->warnings.items[0], want);
+	snprintf(want, sizeof want, "no skills in %s: no directory in it holds a SKILL.md", none);
+	assert_string_equal(cat->warnings.items[1], want);
+	catalog_free(cat);
+	config_free(c);
+
+	/* The same directory as a recursive source: no hint, the skills. */
+	c = recursive_config(root, one);
+	cat = build(c, NULL, NULL);
+	assert_int_equal(cat->n, 2);
+	assert_int_equal(cat->warnings.n, 0);
+	catalog_free(cat);
+	config_free(c);
+	c = recursive_config(root, none);
+	cat = build(c, NULL, NULL);
+	assert_int_equal(cat->warnings.n, 1);
+	snprintf(want, sizeof want, "no skills in %s: no directory below it holds a SKILL.md", none);
+	assert_string_equal(cat->warnings.items[0], want);
+	catalog_free(cat);
+	config_free(c);
+	free(one);
+	free(none);
+	free(fine);
+}
+
+/* The hint names DISCOVER_HINT_NAMED directories at most, and says how
+ * many more there are. */
+static void test_plain_source_hint_names_a_few(void **state)
+{
+	const char *root = *state;
+	make_dir(root, "src");
+	char *src = test_join(root, "src");
+	char rel[64];
+	for (int i = 0; i < DISCOVER_HINT_NAMED + 2; i++) {
+		snprintf(rel, sizeof rel, "d%d", i);
+		make_dir(src, rel);
+		snprintf(rel, sizeof rel, "d%d/s%d", i, i);
+		make_skill(src, rel, skill_md("s", NULL));
+	}
+	const char *dirs[] = { src };
+	struct config *c = default_config(dirs, 1);
+	struct catalog *cat = build(c, NULL, NULL);
+	assert_int_equal(cat->warnings.n, 1);
+	const char *w = cat->warnings.items[0];
+	char part[PATH_MAX + 64];
+	snprintf(part, sizeof part, "; %d found in %s/d0 (1), %s/d1 (1)", DISCOVER_HINT_NAMED + 2,
+		 src, src);
+	assert_non_null(strstr(w, part));
+	snprintf(part, sizeof part, "%s/d%d (1) and 2 more directories: use those",
+		 src, DISCOVER_HINT_NAMED - 1);
+	assert_non_null(strstr(w, part));
+	snprintf(part, sizeof part, "%s/d%d ", src, DISCOVER_HINT_NAMED);
+	assert_null(strstr(w, part));
+	catalog_free(cat);
+	config_free(c);
+	free(src);
+}
+
+/* The hint's search is bounded in depth: a skill deeper than
+ * DISCOVER_HINT_DEPTH levels is not found, and the hint says where it
+ * stopped. */
+static void test_plain_source_hint_search_is_bounded(void **state)
+{
+	const char *root = *state;
+	make_dir(root, "src");
+	char *src = test_join(root, "src");
+	char rel[256] = "";
+	for (int i = 0; i < DISCOVER_HINT_DEPTH; i++) {
+		strcat(rel, i ? "/d" : "d");
+		make_dir(src, rel);
+	}
+	strcat(rel, "/too-deep");
+	make_skill(src, rel, skill_md("too-deep", NULL));
+	const char *dirs[] = { src };
+	struct config *c = default_config(dirs, 1);
+	struct catalog *cat = build(c, NULL, NULL);
+	assert_int_equal(cat->warnings.n, 1);
+	char want[PATH_MAX + 256];
+	snprintf(want, sizeof want,
+		 "no skills in %s: no directory in it holds a SKILL.md (searched %d levels "
+		 "deep and at most %d entries: there may be more)",
+		 src, DISCOVER_HINT_DEPTH, DISCOVER_HINT_ENTRIES);
+	assert_string_equal(cat->warnings.items[0], want);
+	catalog_free(cat);
+	config_free(c);
+	free(src);
+}
+
+/* discover_search: the skills in search order, the other directories it
+ * went through (what the watcher watches), and its bounds. */
+static void test_discover_search_lists_and_bounds(void **state)
+{
+	const char *root = *state;
+	char *x = make_collection(root);
+	static const struct discover_bounds wide = { 64, 100000 };
+	struct discover d;
+	assert_int_equal(discover_search(x, &wide, true, &d), 0);
+	assert_int_equal(d.skills.n, 4);
+	assert_string_equal(d.skills.items[0], ".curated/c");
+	assert_string_equal(d.skills.items[1], "plugins/p/skills/b");
+	assert_string_equal(d.skills.items[2], "skills/a");
+	assert_string_equal(d.skills.items[3], "skills/a2");
+	const char *dirs[] = { ".curated", "docs", "plugins", "plugins/p",
+			       "plugins/p/skills", "skills" };
+	assert_int_equal(d.dirs.n, sizeof dirs / sizeof *dirs);
+	for (size_t i = 0; i < d.dirs.n; i++)
+		assert_string_equal(d.dirs.items[i], dirs[i]);
+	assert_false(d.cut_depth);
+	assert_false(d.cut_entries);
+	discover_free(&d);
+
+	static const struct discover_bounds shallow = { 2, 100000 };
+	assert_int_equal(discover_search(x, &shallow, false, &d), 0);
+	assert_int_equal(d.skills.n, 3); /* plugins/p/skills/b is 4 levels down */
+	assert_int_equal(d.dirs.n, 0);
+	assert_true(d.cut_depth);
+	discover_free(&d);
+
+	static const struct discover_bounds few = { 64, 5 };
+	assert_int_equal(discover_search(x, &few, false, &d), 0);
+	assert_true(d.cut_entries);
+	assert_true(d.skills.n < 4);
+	discover_free(&d);
+	free(x);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -878,6 +1205,14 @@ int main(void)
 		T(test_D1_invalid_skill_is_listed),
 		T(test_D1_symlinked_skill_md_is_listed_invalid),
 		T(test_sec2_unusable_directory_name_is_not_listed),
+		T(test_recursive_source_finds_skills_at_any_depth),
+		T(test_recursive_source_link_at_top_is_a_skill),
+		T(test_recursive_source_duplicate_first_in_search_order),
+		T(test_plain_source_hint_names_where_skills_are),
+		T(test_plain_source_hint_one_directory_or_none),
+		T(test_plain_source_hint_names_a_few),
+		T(test_plain_source_hint_search_is_bounded),
+		T(test_discover_search_lists_and_bounds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

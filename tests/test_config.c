@@ -141,6 +141,7 @@ static const char full_example[] =
 	"    writable: true\n"
 	"  - path: learned\n"
 	"    writable: yes\n"
+	"    recursive: true\n"
 	"skills:\n"
 	"  maxBytes: 30000\n"
 	"  listingMaxBytes: 2048\n"
@@ -190,6 +191,9 @@ static void test_S9_full_example_reads_every_key(void **state)
 	assert_int_equal(c->sources[1].trust, TRUST_COMMUNITY);
 	assert_true(c->sources[1].writable);
 	assert_true(c->sources[2].writable);
+	assert_false(c->sources[0].recursive);
+	assert_false(c->sources[1].recursive);
+	assert_true(c->sources[2].recursive);
 	/* learn_skill writes into the first writable source only */
 	assert_string_equal(config_learn_dir(c), "/opt/shared/skills");
 
@@ -683,8 +687,12 @@ static void test_S9_error_sources_not_a_list(void **state)
 	err = parse_err("sources:\n  - path: s\n    writable: sometimes\n");
 	assert_prefix(err, "config.yaml:3: sources[0].writable: expected true or false");
 	free(err);
+	err = parse_err("sources:\n  - path: s\n    recursive: deep\n");
+	assert_prefix(err, "config.yaml:3: sources[0].recursive: expected true or false");
+	free(err);
 	struct config *c = parse_ok("sources:\n  - path: s\n");
 	assert_false(c->sources[0].writable);
+	assert_false(c->sources[0].recursive);
 	assert_null(config_learn_dir(c));
 	config_free(c);
 }
