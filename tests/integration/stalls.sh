@@ -108,7 +108,9 @@ test_stat_of_a_large_messages_json() {
 }
 
 # The first stat after a mount (nothing rendered yet) takes its size from
-# the sizes the store keeps: no render of 100 MB. Best of 3 mounts.
+# the sizes the store keeps: no render of 100 MB (that took 2.7 s). Best
+# of 3 mounts; the limit leaves room for a cold database and the start-up
+# work of a just-made mount on a loaded machine (about 6 ms otherwise).
 test_first_stat_of_a_large_messages_json_after_a_mount() {
 	big_run || return
 	local f=$MNT/runs/$BIG_ID/messages.json best= i s e t
@@ -122,7 +124,7 @@ test_first_stat_of_a_large_messages_json_after_a_mount() {
 			best=$t
 		fi
 	done
-	[ "$best" -lt 10 ] || fail "the first stat of a 100 MB messages.json after a mount took $best ms (best of 3 mounts; limit 10 ms)"
+	[ "$best" -lt 50 ] || fail "the first stat of a 100 MB messages.json after a mount took $best ms (best of 3 mounts; limit 50 ms)"
 	local size got
 	size=$(stat -c %s "$f")
 	got=$(wc -c <"$f")
