@@ -1945,9 +1945,30 @@ int agent_messages_json(struct store *st, const char *run_id,
 		chat_id = row.chat_id ? row.chat_id : AGENT_MAIN_CHAT;
 	rc = store_messages(st, run_id, chat_id, &msgs, &err);
 	free(err);
-	if (rc == 0 && json_text_append(out, msgs, JSON_INDENT(2)) < 0)
+	if (rc == 0 && json_text_append(out, msgs, STORE_MESSAGES_JSON_FLAGS) < 0)
 		rc = -ENOMEM;
 	json_decref(msgs);
 	run_row_free(&row);
+	return rc;
+}
+
+int agent_messages_json_size(struct store *st, const char *run_id,
+			     const char *chat_id, uint64_t *size)
+{
+	*size = 0;
+	char *main_chat = NULL;
+	if (!chat_id) {
+		struct run_row row;
+		int rc = store_run_get(st, run_id, &row, NULL);
+		if (rc < 0)
+			return rc;
+		main_chat = strdup(row.chat_id ? row.chat_id : AGENT_MAIN_CHAT);
+		run_row_free(&row);
+		if (!main_chat)
+			return -ENOMEM;
+		chat_id = main_chat;
+	}
+	int rc = store_messages_json_size(st, run_id, chat_id, size, NULL);
+	free(main_chat);
 	return rc;
 }

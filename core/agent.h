@@ -175,4 +175,11 @@ int agent_chat_transcript(struct store *st, const char *run_id,
 int agent_messages_json(struct store *st, const char *run_id,
 			const char *chat_id, struct buf *out);
 
+/* The size in bytes agent_messages_json renders for the same chat, from
+ * the sizes kept with the messages (no message is read or rendered).
+ * -EAGAIN when a message has none (stored before schema 8): render then.
+ * -ENOENT for no such run. */
+int agent_messages_json_size(struct store *st, const char *run_id,
+			     const char *chat_id, uint64_t *size);
+
 #endif

@@ -1520,9 +1520,24 @@ static int errno_of_render(int rc)
 	return rc >= 0 ? 0 : rc == -1 ? -ENOMEM : rc;
 }
 
-/* The bytes and mode of one top-level file of a run. */
+/* For a stat (size_only), the size of messages.json of chat without
+ * rendering it, in f; -EAGAIN when it must be rendered
+ * (messages stored before their sizes were kept). */
+static int messages_json_sized(struct runs *r, const char *id, const char *chat, bool size_only,
+			       struct run_file *f)
+{
+	if (!size_only)
+		return -EAGAIN;
+	int rc = agent_messages_json_size(r->store, id, chat, &f->size);
+	if (rc == 0)
+		f->sized = true;
+	return rc;
+}
+
+/* The bytes and mode of one top-level file of a run (for a stat,
+ * size_only, the size of messages.json may come without its bytes). */
 static int run_file(struct runs *r, const struct run_view *v, const struct run_row *row,
-		    const char *name, struct run_file *f)
+		    const char *name, bool size_only, struct run_file *f)
 {
 	bool created = v->state == RUNSTATE_CREATED;
 	int rc = 0;
@@ -1572,7 +1587,10 @@ static int run_file(struct runs *r, const struct run_view *v, const struct run_r
 	} else if (strcmp(name, "transcript") == 0) {
 		rc = agent_transcript(r->store, row->id, out);
 	} else if (strcmp(name, "messages.json") == 0) {
-		rc = agent_messages_json(r->store, row->id, NULL, out);
+		rc = messages_json_sized(r, row->id, row->chat_id ? row->chat_id : AGENT_MAIN_CHAT,
+					 size_only, f);
+		if (rc == -EAGAIN)
+			rc = agent_messages_json(r->store, row->id, NULL, out);
 	} else if (strcmp(name, "events") == 0) {
 		rc = store_events_text(r->store, row->id, out, NULL);
 	} else if (strcmp(name, "pending") == 0) {
@@ -1618,14 +1636,17 @@ static int tools_lines(const json_t *tools, struct buf *out)
 }
 
 static int subagent_file(struct runs *r, const struct run_row *row, const struct chat_row *c,
-			 const char *name, struct run_file *f)
+			 const char *name, bool size_only, struct run_file *f)
 {
 	f->perm = 0444;
 	int rc;
 	if (strcmp(name, "transcript") == 0)
 		rc = agent_chat_transcript(r->store, row->id, c->chat_id, &f->data);
-	else if (strcmp(name, "messages.json") == 0)
-		rc = agent_messages_json(r->store, row->id, c->chat_id, &f->data);
+	else if (strcmp(name, "messages.json") == 0) {
+		rc = messages_json_sized(r, row->id, c->chat_id, size_only, f);
+		if (rc == -EAGAIN)
+			rc = agent_messages_json(r->store, row->id, c->chat_id, &f->data);
+	}
 	else if (strcmp(name, "result") == 0 && c->result)
 		rc = text_with_newline(&f->data, c->result);
 	else if (strcmp(name, "state") == 0)
@@ -1683,8 +1704,9 @@ static void run_file_finish(const struct runs *r, const struct run_view *v, stru
 		f->perm = f->dir ? 0700 : (f->perm & 0222) ? 0600 : 0400;
 }
 
+/* size_only: for a stat (runs_attr_file). */
 static int run_lookup(struct runs *r, const char *id, const char *sub, struct strlist *names,
-		      struct run_file *f)
+		      bool size_only, struct run_file *f)
 {
 	struct run_view v;
 	int rc = run_view_get(r, id, &v);
@@ -1766,7 +1788,7 @@ static int run_lookup(struct runs *r, const char *id, const char *sub, struct st
 			} else if (names) {
 				rc = -ENOTDIR;
 			} else {
-				rc = subagent_file(r, &row, c, rest + 1, f);
+				rc = subagent_file(r, &row, c, rest + 1, size_only, f);
 			}
 		}
 	} else if (slash) {
@@ -1774,11 +1796,11 @@ static int run_lookup(struct runs *r, const char *id, const char *sub, struct st
 	} else if (names) {
 		rc = -ENOTDIR;
 	} else {
-		rc = run_file(r, &v, &row, sub, f);
+		rc = run_file(r, &v, &row, sub, size_only, f);
 	}
 	if (rc < 0 && f)
 		buf_free(&f->data);
-	if (rc == 0 && f && cached && !f->dir) {
+	if (rc == 0 && f && cached && !f->dir && !f->sized) {
 		/* Kept for the stats and reads that follow at this version
 		 * (stamped with the run's change time and the store's write
 		 * count taken before rendering: a write that landed meanwhile
@@ -1798,12 +1820,17 @@ static int run_lookup(struct runs *r, const char *id, const char *sub, struct st
 
 int runs_readdir(struct runs *r, const char *id, const char *sub, struct strlist *out)
 {
-	return run_lookup(r, id, sub, out, NULL);
+	return run_lookup(r, id, sub, out, false, NULL);
 }
 
 int runs_stat_file(struct runs *r, const char *id, const char *sub, struct run_file *f)
 {
-	return run_lookup(r, id, sub, NULL, f);
+	return run_lookup(r, id, sub, NULL, false, f);
+}
+
+int runs_attr_file(struct runs *r, const char *id, const char *sub, struct run_file *f)
+{
+	return run_lookup(r, id, sub, NULL, true, f);
 }
 
 /* ---- writes (validated at once, D9) ---- */

@@ -168,6 +168,10 @@ struct run_file {
 	                          (transcript, messages.json, events); drop
 	                          the reference with file_bytes_unref */
 	struct timespec mtime;
+	bool sized;            /* runs_attr_file only: the file's size is size,
+	                          known without rendering it (data and bytes
+	                          are empty) */
+	uint64_t size;
 };
 
 /* When run id last changed (its state, a message, a write to one of its
@@ -191,6 +195,11 @@ int runs_readdir(struct runs *r, const char *id, const char *sub, struct strlist
  * reader is held until it settles: fs/ does that). -ENOENT when it does
  * not exist (yet). */
 int runs_stat_file(struct runs *r, const char *id, const char *sub, struct run_file *f);
+/* As runs_stat_file, for a stat: a messages.json not rendered at this
+ * version comes back sized (f->sized, f->size) from the sizes the store
+ * keeps, without reading or rendering a message; a read must use
+ * runs_stat_file. */
+int runs_attr_file(struct runs *r, const char *id, const char *sub, struct run_file *f);
 
 /* Writes to runs/<id>/<name> (prompt, config, skills, workdir, ctl,
  * input), validated at once (D9): -EACCES when the file is read-only now,

@@ -160,6 +160,13 @@ static const char *const migrations[] = {
 	"  ts INTEGER NOT NULL,"
 	"  PRIMARY KEY (run_id, chat_id, msg_seq, call)"
 	") WITHOUT ROWID;",
+	/* 7 -> 8: each message's size as an element of messages.json
+	 * (store_message_rendered_bytes), so that the file's size is known
+	 * without rendering it; NULL for older messages (their chat's size
+	 * is then rendered). The index covers the sum of a chat's sizes: the
+	 * rows themselves hold the (large) texts. */
+	"ALTER TABLE messages ADD COLUMN rendered_bytes INTEGER;"
+	"CREATE INDEX messages_rendered_bytes ON messages(run_id, chat_id, rendered_bytes);",
 };
 
 _Static_assert(sizeof migrations / sizeof *migrations == STORE_SCHEMA_VERSION,
@@ -1325,6 +1332,17 @@ static int check_message(const json_t *msg, char **err)
 	return 0;
 }
 
+/* The size of stored message text as an element of messages.json, read
+ * back as store_messages does; -1 when it cannot be measured (no memory:
+ * the chat's size is then rendered). */
+static int64_t rendered_bytes_of(const char *text)
+{
+	json_t *m = json_loads(text, JSON_DECODE_ANY, NULL);
+	int64_t n = m ? store_message_rendered_bytes(m) : -1;
+	json_decref(m);
+	return n;
+}
+
 /* Appends a checked message to a chat. Lock held, transaction open. */
 static int message_insert_locked(struct store *st, const char *run_id,
 				 const char *chat_id, const json_t *msg,
@@ -1338,11 +1356,12 @@ static int message_insert_locked(struct store *st, const char *run_id,
 	rc = next_seq_locked(st,
 		"SELECT COALESCE(MAX(seq), 0) + 1 FROM messages "
 		"WHERE run_id = ?1 AND chat_id = ?2", run_id, chat_id, &n, err);
+	int64_t rendered = rendered_bytes_of(text);
 	sqlite3_stmt *s;
 	if (rc == 0)
 		rc = prepare(st,
-			"INSERT INTO messages (run_id, chat_id, seq, role, json, ts) "
-			"VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &s, err);
+			"INSERT INTO messages (run_id, chat_id, seq, role, json, ts, "
+			"rendered_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", &s, err);
 	if (rc == 0) {
 		sqlite3_bind_text(s, 1, run_id, -1, SQLITE_STATIC);
 		sqlite3_bind_text(s, 2, chat_id, -1, SQLITE_STATIC);
@@ -1352,6 +1371,10 @@ static int message_insert_locked(struct store *st, const char *run_id,
 			SQLITE_STATIC);
 		sqlite3_bind_text(s, 5, text, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(s, 6, now);
+		if (rendered >= 0)
+			sqlite3_bind_int64(s, 7, rendered);
+		else
+			sqlite3_bind_null(s, 7);
 		rc = step_done(st, s, "appending a message", err);
 	}
 	free(text);
@@ -1588,6 +1611,64 @@ int store_messages(struct store *st, const char *run_id, const char *chat_id,
 		return rc;
 	}
 	*out = arr;
+	return 0;
+}
+
+int64_t store_message_rendered_bytes(const json_t *msg)
+{
+	/* Measured, not derived: the message alone in an array, at the
+	 * depth it has in the chat's, less that array's framing ("[\n  "
+	 * and "\n]"). */
+	json_t *arr = json_array();
+	if (!arr || json_array_append(arr, (json_t *)msg) < 0) {
+		json_decref(arr);
+		return -1;
+	}
+	size_t n = json_dumpb(arr, NULL, 0, STORE_MESSAGES_JSON_FLAGS);
+	json_decref(arr);
+	return n >= STORE_MESSAGES_JSON_ONE ? (int64_t)(n - STORE_MESSAGES_JSON_ONE) : -1;
+}
+
+int store_messages_json_size(struct store *st, const char *run_id, const char *chat_id,
+			     uint64_t *size, char **err)
+{
+	*size = 0;
+	if (empty(run_id))
+		return no_run("", err);
+	int64_t n = 0, with = 0, bytes = 0;
+	lock(st);
+	int rc = exists_locked(st, run_id, err);
+	sqlite3_stmt *s;
+	if (rc == 0)
+		rc = prepare(st,
+			"SELECT COUNT(*), COUNT(rendered_bytes), "
+			"COALESCE(SUM(rendered_bytes), 0) FROM messages "
+			"INDEXED BY messages_rendered_bytes "
+			"WHERE run_id = ?1 AND chat_id = ?2", &s, err);
+	if (rc == 0) {
+		sqlite3_bind_text(s, 1, run_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 2, chat_id ? chat_id : "", -1, SQLITE_STATIC);
+		if (sqlite3_step(s) == SQLITE_ROW) {
+			n = sqlite3_column_int64(s, 0);
+			with = sqlite3_column_int64(s, 1);
+			bytes = sqlite3_column_int64(s, 2);
+		} else {
+			rc = db_fail(st, err, "reading the sizes of messages");
+		}
+		release(st, s);
+	}
+	unlock(st);
+	if (rc)
+		return rc;
+	if (with != n || n < 0 || bytes < 0) {
+		set_err(err, "run '%s': messages stored before their sizes were kept", run_id);
+		return -EAGAIN;
+	}
+	/* the framing json_dumps writes around the elements, and the
+	 * newline json_text_append adds */
+	*size = n == 0 ? STORE_MESSAGES_JSON_EMPTY + 1
+		       : (uint64_t)bytes + STORE_MESSAGES_JSON_ONE +
+				 (uint64_t)(n - 1) * STORE_MESSAGES_JSON_SEP + 1;
 	return 0;
 }
 

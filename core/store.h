@@ -54,7 +54,7 @@
 #include "runstate.h"
 #include "strlist.h"
 
-#define STORE_SCHEMA_VERSION 7
+#define STORE_SCHEMA_VERSION 8
 
 struct store;
 
@@ -233,6 +233,29 @@ int store_message_append(struct store *st, const char *run_id,
  * the chat has none). */
 int store_messages(struct store *st, const char *run_id, const char *chat_id,
 		   json_t **out, char **err);
+
+/* How a chat's messages are rendered as messages.json: the array of
+ * store_messages dumped with these flags, then a newline
+ * (json_text_append). An array of one element is that element and
+ * STORE_MESSAGES_JSON_ONE bytes of framing ("[\n  " and "\n]"); of
+ * n > 0 elements, their sizes, n - 1 separators ",\n  " and that
+ * framing; of none, "[]". */
+#define STORE_MESSAGES_JSON_FLAGS JSON_INDENT(2)
+#define STORE_MESSAGES_JSON_ONE 6u
+#define STORE_MESSAGES_JSON_SEP 4u
+#define STORE_MESSAGES_JSON_EMPTY 2u
+
+/* The bytes msg takes as an element of a chat's messages.json (as a
+ * message is stored, each one's is kept: schema 8); -1 on ENOMEM. */
+int64_t store_message_rendered_bytes(const json_t *msg);
+
+/* The size of chat chat_id's messages.json (store_messages dumped with
+ * STORE_MESSAGES_JSON_FLAGS and a newline) from the sizes kept with its
+ * messages, in one query on an index (no message text is read or
+ * rendered). -EAGAIN when some message has no size kept (stored before
+ * schema 8): render it then. -ENOENT for no such run. */
+int store_messages_json_size(struct store *st, const char *run_id, const char *chat_id,
+			     uint64_t *size, char **err);
 
 /* What a run has stored so far, for its budgets (runs.budget). */
 struct run_totals {

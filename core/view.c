@@ -95,6 +95,8 @@ struct node {
 	size_t len;
 	char *owned_data;
 	struct file_bytes *shared; /* data is in it: a large run file */
+	bool attr_only;     /* resolved for view_getattr: a run file may come
+	                       sized (len, no data) */
 	struct timespec mtime;
 	/* skills */
 	const struct catalog_entry *entry; /* top-level skill, or NULL */
@@ -363,7 +365,8 @@ static int resolve_runs(struct snapshot *s, struct node *n, const struct comps *
 		off += (size_t)w;
 	}
 	struct run_file f;
-	int rc = runs_stat_file(rr, n->run_id, n->run_sub, &f);
+	int rc = n->attr_only ? runs_attr_file(rr, n->run_id, n->run_sub, &f)
+			      : runs_stat_file(rr, n->run_id, n->run_sub, &f);
 	if (rc < 0)
 		return rc;
 	n->perm = f.perm;
@@ -385,6 +388,15 @@ static int resolve_runs(struct snapshot *s, struct node *n, const struct comps *
 	if (f.bytes) {
 		n->shared = f.bytes;
 		return set_text(n, f.bytes->data, f.bytes->len, f.mtime);
+	}
+	if (f.sized) {
+		/* its size only: view_getattr reads no more of it */
+		buf_free(&f.data);
+		n->kind = N_TEXT;
+		n->type = VIEW_FILE;
+		n->data = NULL;
+		n->len = (size_t)f.size;
+		return 0;
 	}
 	return set_owned_text(n, &f.data, f.mtime);
 }
@@ -413,10 +425,11 @@ static int resolve_gate(struct snapshot *s, struct node *n, const char *const *r
 	return resolve_backing(n, sk, rest + 1, nrest - 1, true);
 }
 
-static int resolve(struct snapshot *s, const char *path, struct node *n)
+static int resolve_for(struct snapshot *s, const char *path, struct node *n, bool attr_only)
 {
 	struct comps p;
 	memset(n, 0, sizeof *n);
+	n->attr_only = attr_only;
 	int rc = split(path, &p);
 	if (rc < 0)
 		return rc;
@@ -487,6 +500,11 @@ static int resolve(struct snapshot *s, const char *path, struct node *n)
 	return -ENOENT;
 }
 
+static int resolve(struct snapshot *s, const char *path, struct node *n)
+{
+	return resolve_for(s, path, n, false);
+}
+
 static uint64_t node_size(const struct node *n)
 {
 	if (n->kind == N_BACKING_FILE)
@@ -497,7 +515,7 @@ static uint64_t node_size(const struct node *n)
 int view_getattr(struct snapshot *s, const char *path, struct view_attr *a)
 {
 	struct node n;
-	int rc = resolve(s, path, &n);
+	int rc = resolve_for(s, path, &n, true);
 	if (rc == 0) {
 		a->type = n.type;
 		a->perm = n.perm ? n.perm : n.type == VIEW_DIR ? 0555 : 0444;

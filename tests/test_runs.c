@@ -540,6 +540,113 @@ static void test_a_damaged_message_row_reads_as_eio(void **state)
 	free(text);
 }
 
+/* runs/<id>/<sub> for a stat (runs_attr_file): its size, sized or not. */
+static uint64_t attr_size(struct runs *r, const char *id, const char *sub, bool *sized)
+{
+	struct run_file rf;
+	assert_int_equal(runs_attr_file(r, id, sub, &rf), 0);
+	uint64_t n = rf.sized ? rf.size : rf.bytes ? rf.bytes->len : rf.data.len;
+	*sized = rf.sized;
+	if (rf.sized) {
+		assert_null(rf.bytes);
+		assert_int_equal(rf.data.len, 0);
+	}
+	buf_free(&rf.data);
+	file_bytes_unref(rf.bytes);
+	return n;
+}
+
+/* Adds message json to chat of run id from outside (as an older skillfs
+ * would: no size kept, unless sized). */
+static void add_message(sqlite3 *db, const char *id, const char *chat, int seq, const char *json,
+			bool sized)
+{
+	sqlite3_stmt *s;
+	assert_int_equal(sqlite3_prepare_v2(db, "INSERT INTO messages (run_id, chat_id, seq, role, "
+					    "json, ts, rendered_bytes) VALUES (?1, ?2, ?3, 'tool', ?4, 1, ?5)",
+					    -1, &s, NULL), SQLITE_OK);
+	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, chat, -1, SQLITE_STATIC);
+	sqlite3_bind_int(s, 3, seq);
+	sqlite3_bind_text(s, 4, json, -1, SQLITE_STATIC);
+	if (sized) {
+		json_t *m = json_loads(json, 0, NULL);
+		assert_non_null(m);
+		sqlite3_bind_int64(s, 5, store_message_rendered_bytes(m));
+		json_decref(m);
+	} else {
+		sqlite3_bind_null(s, 5);
+	}
+	assert_int_equal(sqlite3_step(s), SQLITE_DONE);
+	sqlite3_finalize(s);
+}
+
+/* Issue 14: a stat of messages.json (the main chat's, a sub-agent's) gets
+ * its size from the sizes the store keeps, without rendering it, and it is
+ * the size of the bytes read; a chat with messages from before schema 8 is
+ * rendered for its size. */
+static void test_messages_json_is_sized_without_rendering(void **state)
+{
+	struct fixture *f = *state;
+	start_runs(f);
+	struct runs *r = engine_runs(f->e);
+	assert_int_equal(runs_create(r, "sz", getuid(), getgid()), 0);
+	assert_int_equal(runs_write(r, "sz", "prompt", "h\xc3\xa9llo \"x\"\n", 10, 0), 10);
+	uint64_t t = runs_open_writer(r, "sz", "prompt");
+	assert_int_equal(runs_close_writer(r, "sz", "prompt", t, true), 0);
+	enum runstate st = RUNSTATE_CREATED;
+	for (int i = 0; i < 1000 && !runstate_is_terminal(st); i++) {
+		assert_int_equal(runs_state(r, "sz", &st), 0);
+		usleep(10000);
+	}
+	assert_int_equal(st, RUNSTATE_COMPLETED);
+
+	sqlite3 *db = NULL;
+	assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db,
+		"INSERT INTO chats (run_id, chat_id, parent_chat, skill, state, created_at, "
+		" updated_at) VALUES ('sz', 'sub-new', 'main', 'alpha', 'completed', 1, 1), "
+		" ('sz', 'sub-old', 'main', 'alpha', 'completed', 1, 1), "
+		" ('sz', 'sub-none', 'main', 'alpha', 'completed', 1, 1)", NULL, NULL, NULL),
+		SQLITE_OK);
+	const char *m1 = "{\"role\":\"tool\",\"content\":\"a\\nb \\u00e9\",\"x\":{\"y\":[[],{}],\"z\":1.5}}";
+	const char *m2 = "{\"role\":\"tool\",\"tool_calls\":[{\"id\":\"c\",\"function\":{\"arguments\":\"{}\"}}]}";
+	add_message(db, "sz", "sub-new", 1, m1, true);
+	add_message(db, "sz", "sub-new", 2, m2, true);
+	add_message(db, "sz", "sub-old", 1, m1, true);
+	add_message(db, "sz", "sub-old", 2, m2, false);
+	sqlite3_close(db);
+
+	static const char *const subs[] = { "messages.json", "subagents/sub-new/messages.json",
+					    "subagents/sub-none/messages.json" };
+	for (size_t i = 0; i < sizeof subs / sizeof *subs; i++) {
+		bool sized = false;
+		uint64_t n = attr_size(r, "sz", subs[i], &sized);
+		if (!sized)
+			fail_msg("%s: a stat rendered it", subs[i]);
+		char *text = run_text(r, "sz", subs[i]);
+		assert_int_equal(n, strlen(text));
+		free(text);
+		/* rendered now: the next stat is answered from those bytes */
+		assert_int_equal(attr_size(r, "sz", subs[i], &sized), n);
+		assert_false(sized);
+	}
+	bool sized = true;
+	uint64_t n = attr_size(r, "sz", "subagents/sub-old/messages.json", &sized);
+	assert_false(sized);
+	char *text = run_text(r, "sz", "subagents/sub-old/messages.json");
+	assert_int_equal(n, strlen(text));
+	free(text);
+
+	/* through the view as a stat sees it */
+	struct view_attr a;
+	assert_int_equal(attr_rc(f->e, "runs/sz/messages.json", &a), 0);
+	text = run_text(r, "sz", "messages.json");
+	assert_int_equal(a.size, strlen(text));
+	free(text);
+	assert_int_equal(runs_attr_file(r, "nope", "messages.json", &(struct run_file){ 0 }), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -556,6 +663,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_workdir_survives_a_remount, setup_roots,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_a_damaged_message_row_reads_as_eio, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_messages_json_is_sized_without_rendering, setup,
 						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "json_text.h"
 #include "statelock.h"
 #include "store.h"
 
@@ -1601,6 +1602,132 @@ static void test_a_database_locked_elsewhere_is_eagain(void **state)
 	store_close(st);
 }
 
+/* messages.json of a chat, rendered as agent_messages_json does. */
+static void render_messages_json(struct store *st, const char *id, const char *chat,
+				 struct buf *b)
+{
+	json_t *msgs = NULL;
+	assert_int_equal(store_messages(st, id, chat, &msgs, NULL), 0);
+	assert_int_equal(json_text_append(b, msgs, STORE_MESSAGES_JSON_FLAGS), 0);
+	json_decref(msgs);
+}
+
+/* The size of messages.json from the sizes kept per message equals the
+ * bytes rendered. */
+static void assert_size_is_rendered(struct store *st, const char *id, const char *chat)
+{
+	struct buf b = { 0 };
+	uint64_t size = 0;
+	render_messages_json(st, id, chat, &b);
+	assert_int_equal(store_messages_json_size(st, id, chat, &size, NULL), 0);
+	assert_int_equal(size, b.len);
+	buf_free(&b);
+}
+
+static void test_messages_json_size_equals_its_rendering(void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	make_queued(st, "r");
+	static const char *const shapes[] = {
+		"{\"role\":\"user\",\"content\":\"\"}",
+		"{\"role\":\"user\",\"content\":\"h\\u00e9llo \\u65e5\\u672c \\ud83d\\ude00\"}",
+		"{\"role\":\"user\",\"content\":\"quote \\\" back \\\\ slash / nl \\n tab \\t cr \\r"
+		" bell \\u0007 del \\u007f\"}",
+		"{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\","
+		"\"type\":\"function\",\"function\":{\"name\":\"read\",\"arguments\":"
+		"\"{\\\"path\\\": \\\"a/b\\\"}\"}},{\"id\":\"c2\",\"type\":\"function\","
+		"\"function\":{\"name\":\"bash\",\"arguments\":\"{}\"}}]}",
+		"{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"x\",\"meta\":"
+		"{\"a\":[],\"b\":{},\"c\":[[],[{}],[1,[2,[3,{\"d\":[]}]]]],\"e\":{\"f\":{\"g\":{}}}}}",
+		"{\"role\":\"assistant\",\"n\":[0,-1,1234567890123,3.5,1e-07,-0.0,"
+		"1.7976931348623157e308,true,false,null],\"usage\":{\"tokens\":12}}",
+		"{\"role\":\"system\"}",
+		"{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\\nb\\nc\"}]}",
+	};
+	const char *const chats[] = { "main", "skill-pdf-1" };
+	for (int c = 0; c < 2; c++)
+		assert_size_is_rendered(st, "r", chats[c]); /* no message: "[]\n" */
+	for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+		json_t *m = jparse(shapes[i]);
+		/* alone in a chat of its own, then among the others */
+		char alone[32];
+		snprintf(alone, sizeof alone, "alone-%zu", i);
+		assert_int_equal(store_message_append(st, "r", alone, m, NULL, NULL), 0);
+		assert_size_is_rendered(st, "r", alone);
+		for (int c = 0; c < 2; c++) {
+			assert_int_equal(store_message_append(st, "r", chats[c], m, NULL, NULL), 0);
+			assert_size_is_rendered(st, "r", chats[c]);
+		}
+		json_decref(m);
+	}
+	/* a very long string, with lines and escapes */
+	size_t n = 3 * 1024 * 1024;
+	char *big = malloc(n + 1);
+	assert_non_null(big);
+	for (size_t i = 0; i < n; i++)
+		big[i] = "ab\n\"\\c\t/"[i % 8];
+	big[n] = '\0';
+	json_t *m = json_pack("{s:s, s:s}", "role", "tool", "content", big);
+	free(big);
+	assert_int_equal(store_message_append(st, "r", "main", m, NULL, NULL), 0);
+	assert_int_equal(store_message_append(st, "r", "long", m, NULL, NULL), 0);
+	json_decref(m);
+	assert_size_is_rendered(st, "r", "main");
+	assert_size_is_rendered(st, "r", "long");
+	uint64_t size;
+	assert_int_equal(store_messages_json_size(st, "ghost", "main", &size, NULL), -ENOENT);
+	store_close(st);
+}
+
+/* A database of schema 7 gets the sizes' column; its messages have none,
+ * so the size says it must be rendered (-EAGAIN) until the chat has only
+ * messages stored since, and what is rendered is unchanged. */
+static void test_v7_database_migrates_and_old_messages_are_rendered(void **state)
+{
+	struct fx *f = *state;
+	raw_exec(f->db, v1_schema);
+	raw_exec(f->db,
+		"ALTER TABLE runs ADD COLUMN allowed_tools TEXT;"
+		"ALTER TABLE chats ADD COLUMN tools TEXT;"
+		"ALTER TABLE runs ADD COLUMN owner_uid INTEGER;"
+		"ALTER TABLE runs ADD COLUMN owner_gid INTEGER;"
+		"ALTER TABLE runs ADD COLUMN workdir TEXT;"
+		"CREATE TABLE step_starts (run_id TEXT NOT NULL REFERENCES runs(id) "
+		" ON DELETE CASCADE, chat_id TEXT NOT NULL, msg_seq INTEGER NOT NULL,"
+		" call INTEGER NOT NULL, what TEXT NOT NULL, ts INTEGER NOT NULL,"
+		" PRIMARY KEY (run_id, chat_id, msg_seq, call)) WITHOUT ROWID;"
+		"INSERT INTO runs (id, config, forced_skills, state, chat_id, created_at,"
+		" updated_at) VALUES ('old', 'default', '[]', 'running', 'main', 100, 100);"
+		"INSERT INTO messages (run_id, chat_id, seq, role, json, ts) VALUES"
+		" ('old', 'main', 1, 'user', '{\"role\":\"user\",\"content\":\"h\\u00e9\\nllo\"}', 100);"
+		"PRAGMA user_version = 7;");
+	struct store *st = open_ok(f->db);
+	uint64_t size = 0;
+	char *err = NULL;
+	assert_int_equal(store_messages_json_size(st, "old", "main", &size, &err), -EAGAIN);
+	assert_non_null(err);
+	free(err);
+	struct buf b = { 0 };
+	render_messages_json(st, "old", "main", &b);
+	assert_string_equal(b.data, "[\n  {\n    \"role\": \"user\",\n    \"content\": "
+			    "\"h\xc3\xa9\\nllo\"\n  }\n]\n");
+	buf_free(&b);
+	json_t *m = jparse("{\"role\":\"assistant\",\"content\":\"ok\"}");
+	assert_int_equal(store_message_append(st, "old", "main", m, NULL, NULL), 0);
+	assert_int_equal(store_messages_json_size(st, "old", "main", &size, NULL), -EAGAIN);
+	/* a chat of new messages only is sized */
+	assert_int_equal(store_message_append(st, "old", "sub", m, NULL, NULL), 0);
+	json_decref(m);
+	assert_size_is_rendered(st, "old", "sub");
+	store_close(st);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM "
+			 "pragma_table_info('messages') WHERE name = 'rendered_bytes'"), 1);
+	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM messages "
+			 "WHERE rendered_bytes IS NULL"), 1);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1632,6 +1759,8 @@ int main(void)
 		T(test_R7_started_steps_are_recorded_and_survive),
 		T(test_v6_database_migrates_with_no_started_steps),
 		T(test_wal_is_checkpointed_and_starts_over),
+		T(test_messages_json_size_equals_its_rendering),
+		T(test_v7_database_migrates_and_old_messages_are_rendered),
 		T(test_section6_committed_writes_survive_a_crash),
 		T(test_section6_concurrent_appends_all_land),
 	};
