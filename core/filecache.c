@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runs.h"
-
 struct file_bytes *file_bytes_from_buf(struct buf *b)
 {
 	struct file_bytes *fb = malloc(sizeof *fb + b->len + 1);
@@ -34,7 +32,7 @@ void file_bytes_unref(struct file_bytes *fb)
 }
 
 struct entry {
-	char id[RUN_ID_MAX + 1];
+	char id[FILECACHE_ID_MAX + 1];
 	uint64_t serial;
 	char *sub; /* NULL: a free slot */
 	struct filecache_version version;
@@ -112,7 +110,7 @@ struct file_bytes *filecache_get(struct filecache *c, const char *id, uint64_t s
 void filecache_put(struct filecache *c, const char *id, uint64_t serial, const char *sub,
 		   struct filecache_version version, struct file_bytes *fb)
 {
-	if (fb->len > c->max_bytes || strlen(id) > RUN_ID_MAX)
+	if (fb->len > c->max_bytes || strlen(id) > FILECACHE_ID_MAX)
 		return;
 	char *name = strdup(sub);
 	if (!name)

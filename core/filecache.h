@@ -28,6 +28,9 @@ void file_bytes_unref(struct file_bytes *fb);
 
 struct filecache;
 
+/* The longest run id a cache entry holds (a longer one is never kept). */
+#define FILECACHE_ID_MAX 64
+
 /* Which state of a run bytes were rendered from: the run's change time
  * and the store's write count (store_writes), both taken before. */
 struct filecache_version {

@@ -32,6 +32,8 @@
 #include "workdir.h"
 #include "workspace.h"
 
+_Static_assert(RUN_ID_MAX <= FILECACHE_ID_MAX, "every run id fits a file cache entry");
+
 #define INPUT_MAX (256 * 1024)
 #define CONFIG_NAME_MAX 64
 #define SKILLS_FILE_MAX (64 * 1024)
