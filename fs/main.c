@@ -176,19 +176,25 @@ static char *absolute(const char *path, bool must_exist, const char *what)
 	return r;
 }
 
-/* skillfs check --state DB: 0 when the database can be used, 1 when not. */
-static int run_state_check(const char *path)
+/* Prints a check's report out (and frees it); the exit status for its
+ * count of errors: 0 none, 1 some, 2 when the report ran out of memory. */
+static int print_report(struct buf *out, int errors)
 {
-	struct buf out = { 0 };
-	int errors = statecheck_report(path, &out);
-	if (out.data)
-		fwrite(out.data, 1, out.len, stdout);
-	buf_free(&out);
+	if (out->data)
+		fwrite(out->data, 1, out->len, stdout);
+	buf_free(out);
 	if (errors < 0) {
 		fprintf(stderr, "skillfs check: out of memory\n");
 		return 2;
 	}
 	return errors ? 1 : 0;
+}
+
+/* skillfs check --state DB: 0 when the database can be used, 1 when not. */
+static int run_state_check(const char *path)
+{
+	struct buf out = { 0 };
+	return print_report(&out, statecheck_report(path, &out));
 }
 
 static int run_check(struct engine *e)
@@ -197,14 +203,7 @@ static int run_check(struct engine *e)
 	struct buf out = { 0 };
 	int errors = check_report(snapshot_config(s), s->catalog, s->config_error, &out);
 	snapshot_unref(s);
-	if (out.data)
-		fwrite(out.data, 1, out.len, stdout);
-	buf_free(&out);
-	if (errors < 0) {
-		fprintf(stderr, "skillfs check: out of memory\n");
-		return 2;
-	}
-	return errors ? 1 : 0;
+	return print_report(&out, errors);
 }
 
 int main(int argc, char **argv)
