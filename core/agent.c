@@ -1296,6 +1296,15 @@ static int model_call_start(struct chat *c)
 	return step_start(c, n, STORE_STEP_MODEL, "model");
 }
 
+/* model_request.partial: the reply of chat c streaming in, shown after
+ * its messages so far (agent_env.partial). */
+static void show_partial(void *arg, const char *text, size_t len)
+{
+	struct chat *c = arg;
+	c->a->env->partial(c->a->env->partial_arg, c->a->run_id, c->id,
+			   json_array_size(c->msgs), text, len);
+}
+
 static int call_model(struct chat *c)
 {
 	struct agent *a = c->a;
@@ -1322,6 +1331,10 @@ static int call_model(struct chat *c)
 		.cancelled = interrupted,
 		.cancel_arg = a,
 	};
+	if (a->env->partial) {
+		req.partial = show_partial;
+		req.partial_arg = c;
+	}
 	struct model_reply rep = {0};
 	char *err = NULL;
 	int src = model_call_start(c);
@@ -1329,6 +1342,8 @@ static int call_model(struct chat *c)
 		return src;
 	int mrc = model_complete(a->env->model, &req, &rep, &err);
 	budget_count_model_call(&a->budget);
+	if (mrc < 0 && a->env->partial)
+		a->env->partial(a->env->partial_arg, a->run_id, c->id, 0, NULL, 0);
 	if (mrc < 0) {
 		int irc = interruption(a);
 		if (irc != STEP_OK) {
@@ -1699,15 +1714,15 @@ struct tx {
 	size_t nrows;
 	bool *shown;           /* rows already rendered */
 	struct buf *out;
+	const struct agent_partial *partial; /* a reply streaming, or NULL */
 };
 
 /* label + text, long texts cut at max (0: never), continuation lines
  * indented under the label. */
-static int put_text(struct buf *out, const char *indent, const char *label,
-		    const char *text, size_t max)
+static int put_text_n(struct buf *out, const char *indent, const char *label,
+		      const char *text, size_t len, size_t max, bool open_end)
 {
 	struct buf ex = {0};
-	size_t len = text ? strlen(text) : 0;
 	int rc = model_append_excerpt(&ex, text ? text : "", len, max ? max : len + 1,
 				      false);
 	if (rc == 0)
@@ -1719,14 +1734,47 @@ static int put_text(struct buf *out, const char *indent, const char *label,
 			rc = buf_printf(out, "%s  ", indent);
 		if (rc == 0)
 			rc = buf_append(out, p, n);
-		if (rc == 0)
+		if (rc == 0 && (nl || !open_end))
 			rc = buf_puts(out, "\n");
 		p = nl ? nl + 1 : p + n;
 	}
-	if (rc == 0 && (!ex.data || !*ex.data))
+	if (rc == 0 && (!ex.data || !*ex.data) && !open_end)
 		rc = buf_puts(out, "\n");
 	buf_free(&ex);
 	return rc;
+}
+
+static int put_text(struct buf *out, const char *indent, const char *label,
+		    const char *text, size_t max)
+{
+	return put_text_n(out, indent, label, text, text ? strlen(text) : 0, max, false);
+}
+
+/* The label of a reply still streaming: as long as "assistant: ", which
+ * takes its place once the reply is committed. */
+#define TX_STREAMING_LABEL "streaming: "
+
+/* A reply's text so far, as put_text will show it once committed, but with
+ * its last line left open: what is shown now is always the beginning of
+ * what is shown later (bar the label), so a reader that follows the file
+ * (`tail -f`) sees the text run on. Cut at its last whole UTF-8 character
+ * and its last non-blank one (put_text trims what ends a text). */
+static int put_partial(struct buf *out, const char *indent, const struct agent_partial *p)
+{
+	size_t len = p->len, k = p->len;
+	while (k > 0 && ((unsigned char)p->text[k - 1] & 0xC0) == 0x80)
+		k--; /* continuation bytes: back to their lead byte */
+	if (k > 0 && ((unsigned char)p->text[k - 1] & 0x80)) {
+		unsigned char lead = (unsigned char)p->text[k - 1];
+		size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+		if (len - (k - 1) < want)
+			len = k - 1; /* the last character is not all here yet */
+	}
+	while (len > 0 && strchr(" \t\r\n", p->text[len - 1]))
+		len--;
+	if (len == 0)
+		return 0;
+	return put_text_n(out, indent, TX_STREAMING_LABEL, p->text, len, 0, true);
 }
 
 static int render_chat(struct tx *t, const char *chat_id, const char *indent);
@@ -1847,16 +1895,20 @@ static int render_chat(struct tx *t, const char *chat_id, const char *indent)
 		rc = render_subs(t, chat_id, 0, NULL, indent);
 	if (rc == 0) /* asked again, not answered yet */
 		rc = render_repeats(t, chat_id, (json_int_t)json_array_size(msgs), indent);
+	/* Its next reply, still streaming: shown until it is committed. */
+	if (rc == 0 && t->partial && strcmp(t->partial->chat_id, chat_id) == 0 &&
+	    json_array_size(msgs) == t->partial->after)
+		rc = put_partial(t->out, indent, t->partial);
 	json_decref(msgs);
 	return rc < 0 ? (rc == -1 ? -ENOMEM : rc) : 0;
 }
 
 /* Loads what rendering needs besides messages; *row is the run. */
 static int tx_open(struct tx *t, struct store *st, const char *run_id,
-		   struct buf *out, struct run_row *row)
+		   const struct agent_partial *partial, struct buf *out, struct run_row *row)
 {
 	char *err = NULL;
-	*t = (struct tx){.st = st, .run_id = run_id, .out = out};
+	*t = (struct tx){.st = st, .run_id = run_id, .out = out, .partial = partial};
 	int rc = store_run_get(st, run_id, row, &err);
 	free(err);
 	err = NULL;
@@ -1881,11 +1933,12 @@ static void tx_close(struct tx *t, struct run_row *row)
 	run_row_free(row);
 }
 
-int agent_transcript(struct store *st, const char *run_id, struct buf *out)
+int agent_transcript(struct store *st, const char *run_id,
+		     const struct agent_partial *partial, struct buf *out)
 {
 	struct run_row row = {0};
 	struct tx t;
-	int rc = tx_open(&t, st, run_id, out, &row);
+	int rc = tx_open(&t, st, run_id, partial, out, &row);
 	if (rc == 0)
 		rc = render_chat(&t, row.chat_id ? row.chat_id : AGENT_MAIN_CHAT, "");
 	/* Chats no announcement places (none in a run this agent wrote). */
@@ -1916,14 +1969,14 @@ int agent_transcript(struct store *st, const char *run_id, struct buf *out)
 	return rc;
 }
 
-int agent_chat_transcript(struct store *st, const char *run_id,
-			  const char *chat_id, struct buf *out)
+int agent_chat_transcript(struct store *st, const char *run_id, const char *chat_id,
+			  const struct agent_partial *partial, struct buf *out)
 {
 	struct run_row row = {0};
 	struct tx t;
 	if (!chat_id)
 		return -EINVAL;
-	int rc = tx_open(&t, st, run_id, out, &row);
+	int rc = tx_open(&t, st, run_id, partial, out, &row);
 	if (rc == 0)
 		rc = render_chat(&t, chat_id, "");
 	tx_close(&t, &row);

@@ -68,6 +68,24 @@ struct agent_env {
 	bool (*store_wait)(void *arg, const char *run_id, int rc, const char *err,
 			   unsigned attempt);
 	void *store_wait_arg;
+	/* Called as a model's reply streams in (providers that stream): the
+	 * reply of chat chat_id that will follow its first `after` messages
+	 * has text so far (len bytes, not NUL-terminated); text NULL when
+	 * nothing streams for the run any more (the call failed). A reply
+	 * that is committed simply follows; the caller shows the text with
+	 * agent_transcript while the chat still has `after` messages. May be
+	 * NULL: no streaming is asked for. */
+	void (*partial)(void *arg, const char *run_id, const char *chat_id, size_t after,
+			const char *text, size_t len);
+	void *partial_arg;
+};
+
+/* A reply being streamed, for the transcript (see agent_env.partial). */
+struct agent_partial {
+	const char *chat_id;
+	size_t after;     /* shown while the chat has exactly this many messages */
+	const char *text; /* the text so far */
+	size_t len;
 };
 
 enum agent_outcome {
@@ -158,16 +176,21 @@ int agent_run(const struct agent_env *env, const char *run_id);
  * results as "<- tool: ..." (arrows are U+2192 / U+2190; long texts cut),
  * each sub-agent's chat indented right after the call that started it,
  * headed "Running skill '<name>' in sub-agent...", and a last line for a
- * failed, cancelled or waiting run. Returns 0, -ENOENT when there is no
- * such run, or another negative errno (-ENOMEM, -EIO). */
-int agent_transcript(struct store *st, const char *run_id, struct buf *out);
+ * failed, cancelled or waiting run. A reply still streaming (partial, may
+ * be NULL) is shown where it will stand once committed, labelled
+ * "streaming: " instead of "assistant: " (as long, so that what `tail -f`
+ * printed runs on into the committed text), its last line unfinished.
+ * Returns 0, -ENOENT when there is no such run, or another negative errno
+ * (-ENOMEM, -EIO). */
+int agent_transcript(struct store *st, const char *run_id,
+		     const struct agent_partial *partial, struct buf *out);
 
 /* One chat's transcript (e.g. a sub-agent's, for runs/<id>/subagents/
  * <chat-id>/transcript), in the same form, appended to out; nothing for a
  * chat with no messages. Returns 0 or a negative errno as
  * agent_transcript. */
-int agent_chat_transcript(struct store *st, const char *run_id,
-			  const char *chat_id, struct buf *out);
+int agent_chat_transcript(struct store *st, const char *run_id, const char *chat_id,
+			  const struct agent_partial *partial, struct buf *out);
 
 /* Appends the messages of chat chat_id of the run (NULL: the main chat) as
  * a pretty-printed JSON array and a newline ("[]\n" when it has none).

@@ -930,10 +930,10 @@ static int dup_field(struct ctx *x, const yaml_node_t *n, const char *key, char 
 static int parse_model(struct ctx *x, const yaml_node_t *n)
 {
 	static const char *const names[] = {"provider", "command", "base_url",
-		"model", "api_key_env", "timeout"};
-	yaml_node_t *f[6];
+		"model", "api_key_env", "timeout", "stream"};
+	yaml_node_t *f[7];
 	struct model_config *m = &x->c->model;
-	if (get_fields(x, n, "model", names, 6, f) < 0)
+	if (get_fields(x, n, "model", names, 7, f) < 0)
 		return -1;
 	if (dup_field(x, f[0], "model.provider", &m->provider) < 0)
 		return -1;
@@ -953,6 +953,10 @@ static int parse_model(struct ctx *x, const yaml_node_t *n)
 			    "expected an http:// or https:// URL, got '%.64s'", m->base_url);
 	if (f[5] && get_int(x, f[5], "model.timeout", 1, INT_MAX, &m->timeout) < 0)
 		return -1;
+	bool stream = true;
+	if (f[6] && get_bool(x, f[6], "model.stream", &stream) < 0)
+		return -1;
+	m->stream_off = !stream;
 	if (!strcmp(m->provider, "command") && m->command.n == 0)
 		return fail(x, f[0], "model.command",
 			    "required when model.provider is 'command'");

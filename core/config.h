@@ -72,6 +72,7 @@ struct model_config {
 	char *model;
 	char *api_key_env;
 	int timeout;           /* seconds */
+	bool stream_off;       /* model.stream: false (openai: no streaming) */
 };
 
 /* How process tools are confined (DESIGN.md section 7). */

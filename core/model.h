@@ -48,6 +48,13 @@ struct model_request {
 	 * when it returns true the call is abandoned with an error. */
 	bool (*cancelled)(void *arg);
 	void *cancel_arg;
+	/* Optional: the reply's text so far as it arrives, for providers that
+	 * stream (openai, unless model.stream is false): each call hands all
+	 * of it (len bytes, not NUL-terminated); text NULL means what came so
+	 * far is void (the attempt failed and is tried again). Called on the
+	 * calling thread. model_complete still returns the whole reply. */
+	void (*partial)(void *arg, const char *text, size_t len);
+	void *partial_arg;
 };
 
 struct model_reply {

@@ -10,6 +10,8 @@
 
 #include <curl/curl.h>
 
+#include "model_stream.h"
+
 #ifndef SKILLFS_VERSION
 #define SKILLFS_VERSION "0"
 #endif
@@ -22,6 +24,8 @@ struct openai {
 	char *key_env;
 	long timeout_s;
 	long backoff_ms;
+	bool stream; /* model.stream: ask for server-sent events when the
+			caller takes the text as it comes */
 };
 
 /* One HTTP exchange. */
@@ -30,6 +34,8 @@ struct attempt {
 	bool too_big;
 	long status;
 	long retry_after_ms; /* -1 when the answer had none */
+	bool event_stream;   /* the body is server-sent events */
+	struct model_stream *stream; /* where events go; NULL: not asked */
 	CURLcode code;
 	char errbuf[CURL_ERROR_SIZE];
 };
@@ -64,6 +70,13 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
 	struct attempt *a = arg;
 	size_t len = size * n;
+	if (a->event_stream && a->stream) {
+		if (a->stream->seen + len > MODEL_HTTP_BODY_MAX) {
+			a->too_big = true;
+			return 0;
+		}
+		return model_stream_feed(a->stream, p, len) < 0 ? 0 : len;
+	}
 	if (a->body.len + len > MODEL_HTTP_BODY_MAX) {
 		a->too_big = true;
 		return 0;
@@ -103,9 +116,17 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 	struct attempt *a = arg;
 	size_t len = size * n;
 	static const char name[] = "retry-after:";
-	if (len >= 5 && strncmp(p, "HTTP/", 5) == 0)
+	static const char ctype[] = "content-type:";
+	if (len >= 5 && strncmp(p, "HTTP/", 5) == 0) {
 		a->retry_after_ms = -1; /* a new response (after 100 Continue etc.) */
-	else if (len > sizeof name - 1 && strncasecmp(p, name, sizeof name - 1) == 0)
+		a->event_stream = false;
+	} else if (len > sizeof ctype - 1 && strncasecmp(p, ctype, sizeof ctype - 1) == 0) {
+		const char *v = p + sizeof ctype - 1;
+		size_t vl = len - (sizeof ctype - 1);
+		while (vl && isspace((unsigned char)*v))
+			v++, vl--;
+		a->event_stream = vl >= 17 && strncasecmp(v, "text/event-stream", 17) == 0;
+	} else if (len > sizeof name - 1 && strncasecmp(p, name, sizeof name - 1) == 0)
 		a->retry_after_ms = parse_retry_after(p + sizeof name - 1, len - (sizeof name - 1));
 	return len;
 }
@@ -129,7 +150,8 @@ static void do_attempt(const struct openai *o, const char *body, size_t blen,
 	if (!(t = curl_slist_append(hdr, "Content-Type: application/json")))
 		goto out;
 	hdr = t;
-	if (!(t = curl_slist_append(hdr, "Accept: application/json")))
+	if (!(t = curl_slist_append(hdr, a->stream ? "Accept: text/event-stream, application/json"
+						   : "Accept: application/json")))
 		goto out;
 	hdr = t;
 	if (!(t = curl_slist_append(hdr, "Expect:")))
@@ -232,7 +254,14 @@ static int openai_complete(void *ctx, const struct model_request *req,
 {
 	struct openai *o = ctx;
 	size_t tlen = 0;
-	char *text = model_request_text(req, o->model, NULL, &tlen);
+	/* Streamed when the caller shows the text as it comes; a server that
+	 * answers with one JSON body anyway is read as before. */
+	bool streamed = o->stream && req->partial;
+	json_t *extra = streamed ? json_pack("{s:b, s:{s:b}}", "stream", 1, "stream_options",
+					     "include_usage", 1)
+				 : NULL;
+	char *text = (!streamed || extra) ? model_request_text(req, o->model, extra, &tlen) : NULL;
+	json_decref(extra);
 	if (!text) {
 		*err = model_strdupf("openai model: cannot encode the request "
 				     "(out of memory or invalid UTF-8 in the messages)");
@@ -240,11 +269,18 @@ static int openai_complete(void *ctx, const struct model_request *req,
 	}
 
 	struct attempt a;
+	struct model_stream stream;
+	model_stream_init(&stream, NULL, NULL);
 	int tries = 0;
 	bool cancelled = false;
 	for (;;) {
 		memset(&a, 0, sizeof a);
 		tries++;
+		if (streamed) {
+			model_stream_free(&stream);
+			model_stream_init(&stream, req->partial, req->partial_arg);
+			a.stream = &stream;
+		}
 		do_attempt(o, text, tlen, req, &a);
 		if (a.code == CURLE_ABORTED_BY_CALLBACK) {
 			cancelled = true;
@@ -252,6 +288,9 @@ static int openai_complete(void *ctx, const struct model_request *req,
 		}
 		if (!retryable(&a) || tries > MODEL_HTTP_MAX_RETRIES)
 			break;
+		/* What this attempt showed is not the reply. */
+		if (streamed && stream.content.len)
+			req->partial(req->partial_arg, NULL, 0);
 		long wait = a.retry_after_ms;
 		if (wait < 0) {
 			wait = o->backoff_ms << (tries - 1);
@@ -273,6 +312,8 @@ static int openai_complete(void *ctx, const struct model_request *req,
 	} else if (a.too_big) {
 		buf_printf(&msg, "model server response is larger than %d bytes",
 			   MODEL_HTTP_BODY_MAX);
+	} else if (stream.oom) {
+		buf_puts(&msg, "out of memory reading the model's streamed reply");
 	} else if (a.code == CURLE_OPERATION_TIMEDOUT) {
 		buf_printf(&msg, "model server at %s did not answer within %ld s", o->url,
 			   o->timeout_s);
@@ -286,6 +327,14 @@ static int openai_complete(void *ctx, const struct model_request *req,
 		if (tries > 1)
 			buf_printf(&msg, " (after %d attempts)", tries);
 		append_server_message(&msg, &a.body);
+	} else if (a.event_stream && a.stream) {
+		char *why = NULL;
+		out->message = model_stream_message(&stream, &why);
+		if (out->message && stream.usage)
+			out->usage = json_incref(stream.usage);
+		if (why)
+			buf_puts(&msg, why);
+		free(why);
 	} else {
 		json_error_t je;
 		root = json_loadb(a.body.data ? a.body.data : "", a.body.len, 0, &je);
@@ -308,6 +357,7 @@ static int openai_complete(void *ctx, const struct model_request *req,
 	}
 	json_decref(root);
 	buf_free(&a.body);
+	model_stream_free(&stream);
 	if (!out->message) {
 		*err = msg.data ? buf_steal(&msg, NULL) : model_strdupf("openai model call failed");
 		buf_free(&msg);
@@ -352,6 +402,7 @@ int model_openai_open(const struct model_config *mc, const struct model_ops **op
 		goto oom;
 	o->timeout_s = mc->timeout > 0 ? mc->timeout : CONFIG_DEFAULT_MODEL_TIMEOUT;
 	o->backoff_ms = MODEL_BACKOFF_BASE_MS;
+	o->stream = !mc->stream_off;
 	const char *bo = getenv("SKILLFS_MODEL_BACKOFF_MS");
 	if (bo && *bo) {
 		char *end;

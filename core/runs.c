@@ -73,6 +73,11 @@ struct run {
 	int64_t store_failed_ms; /* CLOCK_MONOTONIC of the first failed try */
 	int64_t parked_ms;       /* ... and of parking it; 0: not parked */
 	char *parked;            /* why it is parked (info.json), or NULL */
+	/* A model reply streaming in (agent_env.partial), shown in the
+	 * transcript until it is committed: */
+	struct buf partial;
+	char *partial_chat; /* NULL: none */
+	size_t partial_after;
 };
 
 struct waiter {
@@ -174,6 +179,8 @@ static void run_free(struct run *run)
 	free(run->workdir);
 	free(run->config);
 	free(run->parked);
+	buf_free(&run->partial);
+	free(run->partial_chat);
 	strlist_free(&run->forced);
 	free(run);
 }
@@ -457,6 +464,29 @@ static bool nap(struct runs *r, int64_t ms)
 		struct timespec ts = { .tv_sec = 0, .tv_nsec = left * 1000000 };
 		nanosleep(&ts, NULL);
 	}
+}
+
+/* agent_env.partial for the workers: keeps the text streaming in for the
+ * transcript, and marks the run changed so that a reader (a `tail -f`
+ * that looks at its size, an open file that renders again) sees it. */
+static void show_partial(void *arg, const char *id, const char *chat_id, size_t after,
+			 const char *text, size_t len)
+{
+	struct runs *r = arg;
+	pthread_mutex_lock(&r->lock);
+	struct run *run = run_find(r, id);
+	if (run) {
+		buf_free(&run->partial);
+		free(run->partial_chat);
+		run->partial_chat = NULL;
+		/* Out of memory: shown without it, as if not streamed. */
+		if (text && buf_append(&run->partial, text, len) == 0 &&
+		    !(run->partial_chat = strdup(chat_id)))
+			buf_free(&run->partial);
+		run->partial_after = after;
+		clock_gettime(CLOCK_REALTIME, &run->changed);
+	}
+	pthread_mutex_unlock(&r->lock);
 }
 
 /* agent_env.store_wait for the workers (see agent.h): backs off, parks
@@ -788,6 +818,8 @@ static void execute(struct runs *r, struct run *run, bool queued, struct spare *
 		.progress_arg = r,
 		.store_wait = wait_for_store,
 		.store_wait_arg = r,
+		.partial = show_partial,
+		.partial_arg = r,
 	};
 	if (agent_run(&env, id) < 0)
 		fail_run(r, id, RUNSTATE_RUNNING, "internal error: the state database failed");
@@ -802,10 +834,14 @@ out:
 	free(workdir);
 	snapshot_unref(s);
 	run_row_free(&row);
-	/* Parked no more, whatever ended it (a stop, a failure). */
+	/* Parked no more, whatever ended it (a stop, a failure); nothing
+	 * streams any more. */
 	pthread_mutex_lock(&r->lock);
 	free(run->parked);
 	run->parked = NULL;
+	buf_free(&run->partial);
+	free(run->partial_chat);
+	run->partial_chat = NULL;
 	run->parked_ms = run->store_failed_ms = 0;
 	pthread_mutex_unlock(&r->lock);
 	refresh_from_worker(r, id);
@@ -1307,6 +1343,9 @@ struct run_view {
 	char *workdir;     /* NULL: none */
 	char *parked;      /* why its worker waits for the store; NULL: it does not */
 	bool busy;
+	struct buf partial; /* a reply streaming in (struct run) */
+	char *partial_chat;
+	size_t partial_after;
 };
 
 static int run_view_get(struct runs *r, const char *id, struct run_view *v)
@@ -1331,6 +1370,13 @@ static int run_view_get(struct runs *r, const char *id, struct run_view *v)
 			rc = -1;
 		if (rc == 0 && run->parked && !(v->parked = strdup(run->parked)))
 			rc = -1;
+		if (rc == 0 && run->partial_chat) {
+			rc = buf_append(&v->partial, run->partial.data ? run->partial.data : "",
+					run->partial.len);
+			if (rc == 0 && !(v->partial_chat = strdup(run->partial_chat)))
+				rc = -1;
+			v->partial_after = run->partial_after;
+		}
 		if (rc < 0)
 			rc = -ENOMEM;
 	}
@@ -1344,6 +1390,19 @@ static void run_view_free(struct run_view *v)
 	buf_free(&v->forced);
 	free(v->workdir);
 	free(v->parked);
+	buf_free(&v->partial);
+	free(v->partial_chat);
+}
+
+/* The reply streaming in for a run's transcripts, or NULL. */
+static const struct agent_partial *partial_of(const struct run_view *v, struct agent_partial *p)
+{
+	if (!v->partial_chat)
+		return NULL;
+	*p = (struct agent_partial){ .chat_id = v->partial_chat, .after = v->partial_after,
+				     .text = v->partial.data ? v->partial.data : "",
+				     .len = v->partial.len };
+	return p;
 }
 
 static int iso_time(struct buf *b, int64_t ns)
@@ -1587,7 +1646,8 @@ static int run_file(struct runs *r, const struct run_view *v, const struct run_r
 		rc = grants_format_lines(&g, out);
 		grants_free(&g);
 	} else if (strcmp(name, "transcript") == 0) {
-		rc = agent_transcript(r->store, row->id, out);
+		struct agent_partial p;
+		rc = agent_transcript(r->store, row->id, partial_of(v, &p), out);
 	} else if (strcmp(name, "messages.json") == 0) {
 		rc = messages_json_sized(r, row->id, row->chat_id ? row->chat_id : AGENT_MAIN_CHAT,
 					 size_only, f);
@@ -1637,13 +1697,16 @@ static int tools_lines(const json_t *tools, struct buf *out)
 	return 0;
 }
 
-static int subagent_file(struct runs *r, const struct run_row *row, const struct chat_row *c,
-			 const char *name, bool size_only, struct run_file *f)
+static int subagent_file(struct runs *r, const struct run_view *v, const struct run_row *row,
+			 const struct chat_row *c, const char *name, bool size_only,
+			 struct run_file *f)
 {
 	f->perm = 0444;
 	int rc;
+	struct agent_partial p;
 	if (strcmp(name, "transcript") == 0)
-		rc = agent_chat_transcript(r->store, row->id, c->chat_id, &f->data);
+		rc = agent_chat_transcript(r->store, row->id, c->chat_id, partial_of(v, &p),
+					   &f->data);
 	else if (strcmp(name, "messages.json") == 0) {
 		rc = messages_json_sized(r, row->id, c->chat_id, size_only, f);
 		if (rc == -EAGAIN)
@@ -1790,7 +1853,7 @@ static int run_lookup(struct runs *r, const char *id, const char *sub, struct st
 			} else if (names) {
 				rc = -ENOTDIR;
 			} else {
-				rc = subagent_file(r, &row, c, rest + 1, size_only, f);
+				rc = subagent_file(r, &v, &row, c, rest + 1, size_only, f);
 			}
 		}
 	} else if (slash) {

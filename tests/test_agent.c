@@ -687,7 +687,7 @@ static void test_R11_run_skill_inline_substitutes_arguments(void **state)
 	assert_non_null(strstr(msg_field(m, 9, "content"), "no skill named 'nope'"));
 	json_decref(m);
 	struct buf b = {0};
-	assert_int_equal(agent_transcript(f->st, "r8", &b), 0);
+	assert_int_equal(agent_transcript(f->st, "r8", NULL, &b), 0);
 	assert_null(strstr(b.data, "in sub-agent"));
 	buf_free(&b);
 }
@@ -777,7 +777,7 @@ static void test_R12_R13_run_skill_subagent(void **state)
 
 	/* R16: the transcript shows the sub-agent where it started */
 	struct buf b = {0};
-	assert_int_equal(agent_transcript(f->st, "r9", &b), 0);
+	assert_int_equal(agent_transcript(f->st, "r9", NULL, &b), 0);
 	const char *start = strstr(b.data, "\u2192 run_skill");
 	const char *note = strstr(b.data, "Running skill 'digest' in sub-agent...");
 	const char *answer = strstr(b.data, "\u2190 run_skill: the digest");
@@ -789,7 +789,7 @@ static void test_R12_R13_run_skill_subagent(void **state)
 	buf_free(&b);
 
 	b = (struct buf){0};
-	assert_int_equal(agent_chat_transcript(f->st, "r9", rows[0].chat_id, &b), 0);
+	assert_int_equal(agent_chat_transcript(f->st, "r9", rows[0].chat_id, NULL, &b), 0);
 	assert_int_equal(strncmp(b.data, "system: You are a sub-agent", 27), 0);
 	assert_non_null(strstr(b.data, "user: sum a.txt\n"));
 	assert_non_null(strstr(b.data, "assistant: the digest\n"));
@@ -1033,7 +1033,7 @@ static void test_R7_interrupted_side_effect_call_is_not_run_again(void **state)
 	json_t *seen = json_object_get(request(f, 0), "messages");
 	assert_non_null(strstr(msg_field(seen, 3, "content"), "may have partly run"));
 	struct buf b = {0};
-	assert_int_equal(agent_transcript(f->st, "ri", &b), 0);
+	assert_int_equal(agent_transcript(f->st, "ri", NULL, &b), 0);
 	assert_non_null(strstr(b.data, "bash: error: this bash call was interrupted"));
 	buf_free(&b);
 	/* b's start was recorded before it ran */
@@ -1064,7 +1064,7 @@ static void test_R7_read_only_calls_and_model_calls_are_repeated(void **state)
 	assert_false(started); /* read: no record */
 	assert_int_equal(count_events(f, "rr", "model_call_repeated"), 0);
 	struct buf b = {0};
-	assert_int_equal(agent_transcript(f->st, "rr", &b), 0);
+	assert_int_equal(agent_transcript(f->st, "rr", NULL, &b), 0);
 	assert_null(strstr(b.data, "asked again"));
 	buf_free(&b);
 
@@ -1083,7 +1083,7 @@ static void test_R7_read_only_calls_and_model_calls_are_repeated(void **state)
 	char *ev = events(f, "rm");
 	assert_non_null(strstr(ev, "\"after_messages\":2"));
 	free(ev);
-	assert_int_equal(agent_transcript(f->st, "rm", &b), 0);
+	assert_int_equal(agent_transcript(f->st, "rm", NULL, &b), 0);
 	const char *note = strstr(b.data, "[model call interrupted (skillfs stopped or crashed): "
 				  "asked again]");
 	assert_non_null(note);
@@ -1127,6 +1127,67 @@ static void prepopulate(struct fx *f, const char *id, const char *chat, json_t *
 		assert_int_equal(store_message_append(f->st, id, chat, msgs[i], NULL, &err), 0);
 		json_decref(msgs[i]);
 	}
+}
+
+/* A reply streaming in shows at the end of the transcript, labelled
+ * "streaming: ", only while its chat has the messages it follows; what it
+ * shows at every moment is the beginning of what the committed reply shows
+ * (bar the label), so `tail -f` of the transcript reads on into it
+ * (section 6: the transcript as the run goes). */
+static void test_transcript_shows_a_streaming_reply_as_the_start_of_the_committed_one(void **state)
+{
+	struct fx *f = *state;
+	load(f);
+	start_run(f, "rp", "stream it");
+	json_t *pre[] = { json_pack("{s:s, s:s}", "role", "user", "content", "stream it") };
+	prepopulate(f, "rp", AGENT_MAIN_CHAT, pre, 1);
+	const char *full = "First line, \xc3\xa9t\xc3\xa9.\n\n  Third line\n  end.  ";
+	struct buf before = {0};
+	assert_int_equal(agent_transcript(f->st, "rp", NULL, &before), 0);
+	char *texts[40];
+	size_t n = 0;
+	for (size_t k = 0; k <= strlen(full); k++) {
+		struct agent_partial p = { AGENT_MAIN_CHAT, 1, full, k };
+		struct buf b = {0};
+		assert_int_equal(agent_transcript(f->st, "rp", &p, &b), 0);
+		/* The committed part stays as it was, the reply after it. */
+		assert_int_equal(strncmp(b.data, before.data, before.len), 0);
+		if (b.len > before.len)
+			assert_int_equal(strncmp(b.data + before.len, "streaming: ", 11), 0);
+		if (n < 40)
+			texts[n++] = buf_steal(&b, NULL);
+		buf_free(&b);
+		/* Another chat's stream, or one after other messages: not here. */
+		struct agent_partial other = { "skill-x-1", 1, full, k };
+		struct agent_partial later = { AGENT_MAIN_CHAT, 2, full, k };
+		struct buf o = {0}, l = {0};
+		assert_int_equal(agent_transcript(f->st, "rp", &other, &o), 0);
+		assert_int_equal(agent_transcript(f->st, "rp", &later, &l), 0);
+		assert_string_equal(o.data, before.data);
+		assert_string_equal(l.data, before.data);
+		buf_free(&o);
+		buf_free(&l);
+	}
+	json_t *reply[] = { json_pack("{s:s, s:s}", "role", "assistant", "content", full) };
+	prepopulate(f, "rp", AGENT_MAIN_CHAT, reply, 1);
+	struct agent_partial stale = { AGENT_MAIN_CHAT, 1, full, strlen(full) };
+	struct buf done = {0}, hidden = {0};
+	assert_int_equal(agent_transcript(f->st, "rp", NULL, &done), 0);
+	assert_int_equal(agent_transcript(f->st, "rp", &stale, &hidden), 0);
+	assert_string_equal(hidden.data, done.data); /* committed: no longer shown */
+	assert_non_null(strstr(done.data, "assistant: First line"));
+	for (size_t i = 0; i < n; i++) {
+		char *t = texts[i];
+		char *label = strstr(t + before.len, "streaming: ");
+		if (label)
+			memcpy(label, "assistant: ", 11);
+		assert_true(strlen(t) <= done.len);
+		assert_int_equal(strncmp(t, done.data, strlen(t)), 0);
+		free(t);
+	}
+	buf_free(&before);
+	buf_free(&done);
+	buf_free(&hidden);
 }
 
 /* A main chat that crashed while its sub-agent was running: the sub-agent
@@ -1485,7 +1546,7 @@ static void test_R15_skill_run_subagent_result_as_user_message(void **state)
 			    AGENT_MAIN_CHAT);
 	assert_string_equal(msg_field(mm, 1, "content"), "[Skill result: digest]\n\ndigested");
 	struct buf b = {0};
-	assert_int_equal(agent_transcript(f->st, "rt", &b), 0);
+	assert_int_equal(agent_transcript(f->st, "rt", NULL, &b), 0);
 	const char *note = strstr(b.data, "Running skill 'digest' in sub-agent...");
 	const char *res = strstr(b.data, "user: [Skill result: digest]");
 	assert_non_null(note);
@@ -1610,7 +1671,7 @@ static void test_transcript_and_messages_json(void **state)
 	start_run(f, "rr", "please write");
 	assert_int_equal(agent_run(&f->env, "rr"), AGENT_COMPLETED);
 	struct buf b = {0};
-	assert_int_equal(agent_transcript(f->st, "rr", &b), 0);
+	assert_int_equal(agent_transcript(f->st, "rr", NULL, &b), 0);
 	assert_non_null(strstr(b.data, "user: please write\n"));
 	assert_non_null(strstr(b.data, "\u2192 write {\"path\": \"a.txt\""));
 	assert_non_null(strstr(b.data, "\u2190 read: hello\n"));
@@ -1623,7 +1684,7 @@ static void test_transcript_and_messages_json(void **state)
 	assert_int_equal(json_array_size(j), 7);
 	json_decref(j);
 	buf_free(&b);
-	assert_int_equal(agent_transcript(f->st, "no-such-run", &b), -ENOENT);
+	assert_int_equal(agent_transcript(f->st, "no-such-run", NULL, &b), -ENOENT);
 	buf_free(&b);
 }
 
@@ -1635,7 +1696,7 @@ static void test_failed_run_shows_in_transcript(void **state)
 	start_run(f, "rg", "hi");
 	assert_int_equal(agent_run(&f->env, "rg"), AGENT_FAILED);
 	struct buf b = {0};
-	assert_int_equal(agent_transcript(f->st, "rg", &b), 0);
+	assert_int_equal(agent_transcript(f->st, "rg", NULL, &b), 0);
 	assert_non_null(strstr(b.data, "[run failed] boom"));
 	buf_free(&b);
 }
@@ -2173,6 +2234,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 		T(test_R5_offered_tool_write_then_read),
+		T(test_transcript_shows_a_streaming_reply_as_the_start_of_the_committed_one),
 		T(test_a_commit_the_store_cannot_take_is_tried_again),
 		T(test_a_commit_given_up_at_a_stop_leaves_the_run_running),
 		T(test_R5_tool_not_offered_is_denied_and_logged),

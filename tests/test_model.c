@@ -25,6 +25,7 @@
 #include <jansson.h>
 
 #include "model.h"
+#include "model_stream.h"
 #include "proc.h"
 
 /* ---- shared helpers ---------------------------------------------------- */
@@ -1104,6 +1105,7 @@ struct canned_http {
 	int status;
 	const char *headers; /* extra header lines, each ending in \r\n */
 	const char *body;
+	const char *type; /* Content-Type; NULL: application/json */
 };
 
 struct http_server {
@@ -1161,9 +1163,10 @@ static void *http_server_main(void *arg)
 		char head[512];
 		size_t blen = strlen(a->body);
 		int hl = snprintf(head, sizeof head,
-				  "HTTP/1.1 %d Canned\r\nContent-Type: application/json\r\n"
+				  "HTTP/1.1 %d Canned\r\nContent-Type: %s\r\n"
 				  "Content-Length: %zu\r\nConnection: close\r\n%s\r\n",
-				  a->status, blen, a->headers ? a->headers : "");
+				  a->status, a->type ? a->type : "application/json", blen,
+				  a->headers ? a->headers : "");
 		ssize_t w = write(c, head, (size_t)hl);
 		if (w == hl && blen)
 			w = write(c, a->body, blen);
@@ -1352,7 +1355,7 @@ static void test_openai_retries_exhausted_on_repeated_500(void **state)
 	setenv("SKILLFS_MODEL_BACKOFF_MS", "1", 1);
 	struct http_server s = { .nanswers = MODEL_HTTP_MAX_RETRIES + 1 };
 	for (int i = 0; i < s.nanswers; i++)
-		s.answers[i] = (struct canned_http){ 500, NULL, "<html>internal oops</html>" };
+		s.answers[i] = (struct canned_http){ 500, NULL, "<html>internal oops</html>", NULL };
 	http_start(&s);
 	struct model *m = openai_model(s.port, "", NULL);
 	json_t *msgs = msgs_with_prompt("hi");
@@ -1437,6 +1440,202 @@ static void test_excerpt_sanitises_and_cuts(void **state)
 	buf_free(&b);
 }
 
+
+/* ---- streamed replies (server-sent events) ------------------------------ */
+
+struct seen_texts {
+	struct buf last; /* the text of the last call */
+	int calls;
+	int resets; /* calls with NULL */
+};
+
+static void on_partial(void *arg, const char *text, size_t len)
+{
+	struct seen_texts *t = arg;
+	t->calls++;
+	buf_free(&t->last);
+	if (!text)
+		t->resets++;
+	else
+		assert_int_equal(buf_append(&t->last, text, len), 0);
+}
+
+#define SSE_TEXT                                                                        \
+	"data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","             \
+	"\"content\":\"Hel\"}}]}\r\n\r\n"                                                  \
+	": keep-alive\n\n"                                                              \
+	"event: message\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":"      \
+	"\"lo, str\"}}]}\n\n"                                                           \
+	"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"eam\"},"             \
+	"\"finish_reason\":\"stop\"}]}\n\n"                                             \
+	"data: {\"choices\":[],\"usage\":{\"total_tokens\":7}}\n\n"                     \
+	"data: [DONE]\n\n"
+
+/* The parser takes the events however the body is cut into pieces. */
+static void test_stream_assembles_text_across_any_split(void **state)
+{
+	(void)state;
+	const char *body = SSE_TEXT;
+	size_t len = strlen(body);
+	for (size_t cut = 1; cut <= len; cut += 7) {
+		struct seen_texts seen = { 0 };
+		struct model_stream st;
+		model_stream_init(&st, on_partial, &seen);
+		for (size_t off = 0; off < len; off += cut)
+			assert_int_equal(model_stream_feed(&st, body + off,
+							   len - off < cut ? len - off : cut), 0);
+		char *err = NULL;
+		json_t *msg = model_stream_message(&st, &err);
+		assert_null(err);
+		assert_string_equal(json_string_value(json_object_get(msg, "content")),
+				    "Hello, stream");
+		assert_null(json_object_get(msg, "tool_calls"));
+		assert_int_equal(json_integer_value(json_object_get(st.usage, "total_tokens")), 7);
+		assert_true(st.done);
+		assert_int_equal(seen.calls, 3); /* once per piece of text */
+		assert_string_equal(seen.last.data, "Hello, stream");
+		json_decref(msg);
+		model_stream_free(&st);
+		buf_free(&seen.last);
+	}
+}
+
+/* Tool calls arrive as deltas by index: id and name once, arguments in
+ * pieces; two calls interleaved. */
+static void test_stream_assembles_tool_calls(void **state)
+{
+	(void)state;
+	const char *body =
+		"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c0\","
+		"\"type\":\"function\",\"function\":{\"name\":\"bash\",\"arguments\":\"\"}}]}}]}\n\n"
+		"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"c1\","
+		"\"function\":{\"name\":\"read\",\"arguments\":\"{\\\"path\\\"\"}}]}}]}\n\n"
+		"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,"
+		"\"function\":{\"name\":\"bash\",\"arguments\":\"{\\\"command\\\":\"}}]}}]}\n\n"
+		"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,"
+		"\"function\":{\"arguments\":\"\\\"ls\\\"}\"}}]}}]}\n\n"
+		"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":1,"
+		"\"function\":{\"arguments\":\":\\\"a\\\"}\"}}]}}]}\n\n"
+		"data: [DONE]\n\n";
+	struct model_stream st;
+	model_stream_init(&st, NULL, NULL);
+	assert_int_equal(model_stream_feed(&st, body, strlen(body)), 0);
+	char *err = NULL;
+	json_t *msg = model_stream_message(&st, &err);
+	assert_null(err);
+	json_t *calls = json_object_get(msg, "tool_calls");
+	assert_int_equal(json_array_size(calls), 2);
+	json_t *c0 = json_array_get(calls, 0), *c1 = json_array_get(calls, 1);
+	assert_string_equal(json_string_value(json_object_get(c0, "id")), "c0");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(c0, "function"),
+								"name")), "bash");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(c0, "function"),
+								"arguments")), "{\"command\":\"ls\"}");
+	assert_string_equal(json_string_value(json_object_get(c1, "id")), "c1");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(c1, "function"),
+								"arguments")), "{\"path\":\"a\"}");
+	json_decref(msg);
+	model_stream_free(&st);
+}
+
+/* An error event, or a stream with nothing in it, is no reply. */
+static void test_stream_error_event_and_empty_stream_fail(void **state)
+{
+	(void)state;
+	const char *bodies[] = {
+		"data: {\"choices\":[{\"delta\":{\"content\":\"par\"}}]}\n\n"
+		"data: {\"error\":{\"message\":\"overloaded\"}}\n\n",
+		"data: [DONE]\n\n",
+		"",
+	};
+	const char *want[] = { "overloaded", "held no message", "without [DONE]" };
+	for (size_t i = 0; i < 3; i++) {
+		struct model_stream st;
+		model_stream_init(&st, NULL, NULL);
+		assert_int_equal(model_stream_feed(&st, bodies[i], strlen(bodies[i])), 0);
+		char *err = NULL;
+		assert_null(model_stream_message(&st, &err));
+		assert_non_null(err);
+		assert_non_null(strstr(err, want[i]));
+		free(err);
+		model_stream_free(&st);
+	}
+}
+
+/* With a caller that takes the text as it comes, the request asks for a
+ * stream; the reply is still the whole message, with its usage. A server
+ * that answers with plain JSON anyway is read as before, and without a
+ * caller for the text nothing asks for a stream. */
+static void test_openai_streams_when_asked_and_falls_back_to_json(void **state)
+{
+	(void)state;
+	struct http_server s = { .nanswers = 3,
+				 .answers = { { 200, NULL, SSE_TEXT, "text/event-stream" },
+					      { 200, NULL, OK_BODY, NULL },
+					      { 200, NULL, OK_BODY, NULL } } };
+	http_start(&s);
+	struct model *m = openai_model(s.port, "", NULL);
+	json_t *msgs = msgs_with_prompt("stream please");
+	struct seen_texts seen = { 0 };
+	struct model_request req = { .messages = msgs, .run_id = "run-1", .chat_id = "main",
+				     .turn = 1, .partial = on_partial, .partial_arg = &seen };
+	struct model_reply r;
+	char *err = NULL;
+	assert_int_equal(model_complete(m, &req, &r, &err), 0);
+	assert_string_equal(content_of(&r), "Hello, stream");
+	assert_int_equal(json_integer_value(json_object_get(r.usage, "total_tokens")), 7);
+	assert_string_equal(seen.last.data, "Hello, stream");
+	model_reply_free(&r);
+	assert_int_equal(model_complete(m, &req, &r, &err), 0);
+	assert_string_equal(content_of(&r), "hello from http");
+	model_reply_free(&r);
+	assert_int_equal(complete(m, msgs, NULL, 3, &r, &err), 0);
+	model_reply_free(&r);
+	model_free(m);
+	http_stop(&s);
+	json_t *b0 = request_body(s.requests[0]), *b2 = request_body(s.requests[2]);
+	assert_true(json_is_true(json_object_get(b0, "stream")));
+	assert_true(json_is_true(json_object_get(json_object_get(b0, "stream_options"),
+						 "include_usage")));
+	assert_non_null(strcasestr(s.requests[0], "\r\nAccept: text/event-stream"));
+	assert_null(json_object_get(b2, "stream"));
+	json_decref(b0);
+	json_decref(b2);
+	http_free(&s);
+	buf_free(&seen.last);
+	json_decref(msgs);
+}
+
+/* model.stream: false never asks for a stream. */
+static void test_openai_stream_off_by_config(void **state)
+{
+	(void)state;
+	struct http_server s = { .nanswers = 1, .answers = { { 200, NULL, OK_BODY, NULL } } };
+	http_start(&s);
+	char url[128];
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/v1", s.port);
+	struct model_config mc = { .provider = "openai", .base_url = url, .timeout = 10,
+				   .stream_off = true };
+	char *err = NULL;
+	struct model *m = model_new(&mc, &err);
+	assert_non_null(m);
+	json_t *msgs = msgs_with_prompt("no stream");
+	struct seen_texts seen = { 0 };
+	struct model_request req = { .messages = msgs, .turn = 1, .partial = on_partial,
+				     .partial_arg = &seen };
+	struct model_reply r;
+	assert_int_equal(model_complete(m, &req, &r, &err), 0);
+	model_reply_free(&r);
+	model_free(m);
+	http_stop(&s);
+	json_t *b0 = request_body(s.requests[0]);
+	assert_null(json_object_get(b0, "stream"));
+	assert_int_equal(seen.calls, 0);
+	json_decref(b0);
+	http_free(&s);
+	json_decref(msgs);
+}
+
 int main(void)
 {
 	char *err = NULL;
@@ -1485,6 +1684,11 @@ int main(void)
 		cmocka_unit_test(test_openai_400_reports_server_message_without_retry),
 		cmocka_unit_test(test_openai_retries_exhausted_on_repeated_500),
 		cmocka_unit_test(test_openai_bad_success_bodies),
+		cmocka_unit_test(test_stream_assembles_text_across_any_split),
+		cmocka_unit_test(test_stream_assembles_tool_calls),
+		cmocka_unit_test(test_stream_error_event_and_empty_stream_fail),
+		cmocka_unit_test(test_openai_streams_when_asked_and_falls_back_to_json),
+		cmocka_unit_test(test_openai_stream_off_by_config),
 		cmocka_unit_test(test_openai_connection_refused_is_retried_then_reported),
 		cmocka_unit_test(test_excerpt_sanitises_and_cuts),
 	};
