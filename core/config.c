@@ -1026,13 +1026,40 @@ static int parse_workdir_roots(struct ctx *x, const yaml_node_t *n)
 	return 0;
 }
 
+/* runs.keep: {days: a positive number (fractions too), count: a positive
+ * integer}, either or both. */
+static int parse_runs_keep(struct ctx *x, const yaml_node_t *n)
+{
+	static const char *const names[] = {"days", "count"};
+	yaml_node_t *f[2];
+	struct run_keep *k = &x->c->keep;
+	if (get_fields(x, n, "runs.keep", names, 2, f) < 0)
+		return -1;
+	if (f[0]) {
+		const char *v = f[0]->type == YAML_SCALAR_NODE ? scalar_value(f[0]) : NULL;
+		char *end = NULL;
+		errno = 0;
+		double d = v && *v ? strtod(v, &end) : 0;
+		if (!v || !*v || errno || *end || !(d > 0) || d > 1e6)
+			return fail(x, f[0], "runs.keep.days",
+				    "expected a number of days above 0 (e.g. 30 or 0.5), got %s",
+				    v ? v : node_kind(f[0]));
+		k->days = d;
+	}
+	if (f[1] && get_long(x, f[1], "runs.keep.count", 1, LONG_MAX, &k->count) < 0)
+		return -1;
+	return 0;
+}
+
 static int parse_runs(struct ctx *x, const yaml_node_t *n)
 {
 	static const char *const names[] = {"workers", "max_turns", "prompt_max_bytes",
-					    "budget", "workdir_roots"};
-	yaml_node_t *f[5];
+					    "budget", "workdir_roots", "keep"};
+	yaml_node_t *f[6];
 	struct config *c = x->c;
-	if (get_fields(x, n, "runs", names, 5, f) < 0)
+	if (get_fields(x, n, "runs", names, 6, f) < 0)
+		return -1;
+	if (f[5] && parse_runs_keep(x, f[5]) < 0)
 		return -1;
 	if (f[0] && get_int(x, f[0], "runs.workers", 1, WORKERS_MAX, &c->workers) < 0)
 		return -1;

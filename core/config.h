@@ -130,6 +130,13 @@ struct run_budget {
 	int64_t stored_bytes;     /* bytes of the run's stored messages */
 };
 
+/* runs.keep: retention of finished runs (completed, failed, cancelled);
+ * 0 in a field: no limit of that kind. */
+struct run_keep {
+	double days; /* removed once finished longer ago than this */
+	long count;  /* only the newest this many finished runs are kept */
+};
+
 struct config {
 	char *path;     /* the config file, absolute; NULL for the no-config default */
 	char *base_dir; /* directory relative paths resolve against */
@@ -154,6 +161,7 @@ struct config {
 	int max_turns;
 	long prompt_max_bytes;
 	struct run_budget budget; /* runs.budget */
+	struct run_keep keep;     /* runs.keep; default: every run is kept */
 	/* runs.workdir_roots: absolute, normalised by their text (symbolic
 	 * links are resolved when a workdir is checked); empty: runs/<id>/
 	 * workdir is off. */

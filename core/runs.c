@@ -68,6 +68,7 @@ struct run {
 	struct buf workdir_file; /* workdir bytes as written */
 	uint64_t workdir_gen;   /* counts changes of workdir_file */
 	bool busy;             /* a worker is running it */
+	unsigned holds;        /* files of it open (runs_hold): runs.keep spares it */
 	bool cancel_requested; /* ctl cancel while busy */
 	/* Its worker waits for the store (wait_for_store): */
 	int64_t store_failed_ms; /* CLOCK_MONOTONIC of the first failed try */
@@ -115,8 +116,10 @@ struct runs {
 	bool spare_wanted, spare_making;
 	bool stopping;
 
-	pthread_t *workers;
+	pthread_t *workers; /* the run workers, then the keeper (runs.keep) */
 	int nworkers;
+	pthread_cond_t keep_cond; /* wakes the keeper: a run settled, or a stop */
+	bool keep_due;
 
 	runs_change_fn change_fn;
 	void *change_arg;
@@ -311,6 +314,10 @@ static void refresh_files(struct runs *r, const char *id, bool new_files, bool w
 		}
 		if (have && runstate_is_settled(st))
 			ready = take_waiters(r, id, false);
+		if (state_changed && runstate_is_terminal(st)) {
+			r->keep_due = true; /* runs.keep.count may now be passed */
+			pthread_cond_signal(&r->keep_cond);
+		}
 	}
 	pthread_mutex_unlock(&r->lock);
 	unsigned what = (state_changed ? RUN_CHANGED_STATE : 0) |
@@ -888,6 +895,99 @@ static void idle_wait_locked(struct runs *r)
 	pthread_mutex_lock(&r->lock);
 }
 
+/* ---- retention (runs.keep) ---- */
+
+static int remove_run(struct runs *r, const char *id, const uid_t *uid);
+
+/* The keeper looks again within a quarter of runs.keep.days (at least
+ * every KEEP_LOOK_MAX_MS), and after a run settles, but never more often
+ * than every KEEP_LOOK_MIN_MS: a burst of finishing runs costs one look. */
+#define KEEP_LOOK_MIN_MS 1000
+#define KEEP_LOOK_MAX_MS 60000
+
+struct finished {
+	char id[RUN_ID_MAX + 1];
+	struct timespec at;
+};
+
+static int newest_first(const void *a, const void *b)
+{
+	const struct timespec *x = &((const struct finished *)a)->at;
+	const struct timespec *y = &((const struct finished *)b)->at;
+	if (x->tv_sec != y->tv_sec)
+		return x->tv_sec < y->tv_sec ? 1 : -1;
+	return x->tv_nsec < y->tv_nsec ? 1 : x->tv_nsec > y->tv_nsec ? -1 : 0;
+}
+
+/* Removes the finished runs that runs.keep no longer keeps: older than
+ * keep.days since they last changed (their end), or past the newest
+ * keep.count. A run with a file open (a reader, a `tail -f`) or being
+ * waited on is left for a later look. */
+static void keep_sweep(struct runs *r, const struct run_keep *keep)
+{
+	pthread_mutex_lock(&r->lock);
+	size_t n = 0;
+	struct finished *fin = malloc((r->n ? r->n : 1) * sizeof *fin);
+	for (size_t i = 0; fin && i < r->n; i++) {
+		const struct run *run = r->runs[i];
+		if (!runstate_is_terminal(run->state) || run->busy)
+			continue;
+		snprintf(fin[n].id, sizeof fin[n].id, "%s", run->id);
+		fin[n++].at = run->changed;
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (!fin)
+		return; /* out of memory: the next look tries again */
+	qsort(fin, n, sizeof *fin, newest_first);
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	for (size_t i = 0; i < n && !__atomic_load_n(&r->stopping, __ATOMIC_ACQUIRE); i++) {
+		double age_s = (double)(now.tv_sec - fin[i].at.tv_sec) +
+			       (double)(now.tv_nsec - fin[i].at.tv_nsec) / 1e9;
+		bool old = keep->days > 0 && age_s > keep->days * 86400.0;
+		bool beyond = keep->count > 0 && i >= (size_t)keep->count;
+		if ((old || beyond) && remove_run(r, fin[i].id, NULL) == 0)
+			fprintf(stderr, "skillfs: run %s removed (runs.keep: %s)\n", fin[i].id,
+				old ? "finished longer ago than keep.days"
+				    : "older than the newest keep.count finished runs");
+	}
+	free(fin);
+}
+
+static void *keeper_main(void *arg)
+{
+	struct runs *r = arg;
+	pthread_mutex_lock(&r->lock);
+	while (!r->stopping) {
+		r->keep_due = false;
+		pthread_mutex_unlock(&r->lock);
+		struct snapshot *s = engine_snapshot(r->engine);
+		struct run_keep keep = snapshot_config(s)->keep;
+		snapshot_unref(s);
+		if (keep.days > 0 || keep.count > 0)
+			keep_sweep(r, &keep);
+		int64_t every = KEEP_LOOK_MAX_MS;
+		if (keep.days > 0 && keep.days * 86400.0 * 1000 / 4 < (double)every)
+			every = (int64_t)(keep.days * 86400.0 * 1000 / 4);
+		if (every < KEEP_LOOK_MIN_MS)
+			every = KEEP_LOOK_MIN_MS;
+		int64_t start = monotonic_ms();
+		pthread_mutex_lock(&r->lock);
+		for (;;) {
+			int64_t now = monotonic_ms();
+			bool soon_enough = now - start >= KEEP_LOOK_MIN_MS;
+			if (r->stopping || now - start >= every || (r->keep_due && soon_enough))
+				break;
+			int64_t until = r->keep_due ? start + KEEP_LOOK_MIN_MS : start + every;
+			struct timespec ts = { .tv_sec = until / 1000,
+					       .tv_nsec = (until % 1000) * 1000000 };
+			pthread_cond_clockwait(&r->keep_cond, &r->lock, CLOCK_MONOTONIC, &ts);
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
 static void *worker_main(void *arg)
 {
 	struct runs *r = arg;
@@ -942,6 +1042,11 @@ struct runs *runs_open(struct engine *e, const char *state_path, char **err)
 	r->opened = r->listing_changed;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->work, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&r->keep_cond, &ca);
+	pthread_condattr_destroy(&ca);
 	r->next_handle = 1;
 	r->files = filecache_new(FILECACHE_ENTRIES, FILECACHE_BYTES);
 	if (!r->files)
@@ -988,11 +1093,13 @@ struct runs *runs_open(struct engine *e, const char *state_path, char **err)
 	/* Load every run; re-queue interrupted ones first, then the queue. */
 	struct strlist ids = { 0 }, interrupted = { 0 }, queued = { 0 };
 	enum runstate *states = NULL;
-	if (store_run_ids(r->store, &ids, &states, err) < 0 ||
+	int64_t *updated = NULL;
+	if (store_run_ids(r->store, &ids, &states, &updated, err) < 0 ||
 	    store_runs_in_state(r->store, RUNSTATE_RUNNING, &interrupted, err) < 0 ||
 	    store_runs_in_state(r->store, RUNSTATE_QUEUED, &queued, err) < 0) {
 		strlist_free(&ids);
 		free(states);
+		free(updated);
 		strlist_free(&interrupted);
 		strlist_free(&queued);
 		goto fail;
@@ -1017,6 +1124,10 @@ struct runs *runs_open(struct engine *e, const char *state_path, char **err)
 			bad = 1;
 			break;
 		}
+		/* Its files' time, and for runs.keep its end: its last change. */
+		if (updated[i] > 0)
+			run->changed = (struct timespec){ .tv_sec = updated[i] / 1000000000,
+							  .tv_nsec = updated[i] % 1000000000 };
 		if (st == RUNSTATE_CREATED) {
 			struct run_row row;
 			if (store_run_get(r->store, run->id, &row, NULL) == 0) {
@@ -1044,6 +1155,7 @@ struct runs *runs_open(struct engine *e, const char *state_path, char **err)
 		bad = queue_push(r, queued.items[i]) < 0;
 	strlist_free(&ids);
 	free(states);
+	free(updated);
 	strlist_free(&interrupted);
 	strlist_free(&queued);
 	if (bad)
@@ -1052,15 +1164,15 @@ struct runs *runs_open(struct engine *e, const char *state_path, char **err)
 	struct snapshot *s = engine_snapshot(e);
 	int nw = snapshot_config(s)->workers;
 	snapshot_unref(s);
-	r->workers = calloc((size_t)(nw > 0 ? nw : 1), sizeof *r->workers);
+	r->workers = calloc((size_t)(nw > 0 ? nw : 1) + 1, sizeof *r->workers);
 	if (!r->workers)
 		goto oom;
-	for (int i = 0; i < nw; i++) {
-		if (pthread_create(&r->workers[i], NULL, worker_main, r) != 0) {
+	for (int i = 0; i <= nw; i++) {
+		if (pthread_create(&r->workers[i], NULL, i < nw ? worker_main : keeper_main, r) != 0) {
 			*err = strdup("cannot start the run workers");
 			goto fail;
 		}
-		pthread_setname_np(r->workers[i], "skillfs-run");
+		pthread_setname_np(r->workers[i], i < nw ? "skillfs-run" : "skillfs-keep");
 		r->nworkers++;
 	}
 	return r;
@@ -1114,6 +1226,7 @@ void runs_stop(struct runs *r)
 	__atomic_store_n(&r->stopping, true, __ATOMIC_RELEASE);
 	struct waiter *all = take_waiters(r, NULL, true);
 	pthread_cond_broadcast(&r->work);
+	pthread_cond_broadcast(&r->keep_cond);
 	pthread_mutex_unlock(&r->lock);
 	answer_waiters(all, EINTR, NULL);
 }
@@ -1182,6 +1295,7 @@ static void close_joined(struct runs *r)
 	tool_schemas_free(&r->tool_schemas);
 	filecache_free(r->files);
 	pthread_cond_destroy(&r->work);
+	pthread_cond_destroy(&r->keep_cond);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
 }
@@ -1263,16 +1377,21 @@ int runs_create(struct runs *r, const char *id, uid_t uid, gid_t gid)
 	return rc;
 }
 
-int runs_remove(struct runs *r, const char *id, uid_t uid)
+/* Removes run id with its row and workspace. uid: the remover, who must
+ * be allowed to (rmdir); NULL: runs.keep, which takes only a finished run
+ * that no file of is open. Returns 0 or a negative errno. */
+static int remove_run(struct runs *r, const char *id, const uid_t *uid)
 {
 	pthread_mutex_lock(&r->lock);
 	struct run *run = run_find(r, id);
 	int rc = 0;
 	if (!run)
 		rc = -ENOENT;
-	else if (!may_use(r, run, uid))
+	else if (uid && !may_use(r, run, *uid))
 		rc = -EPERM; /* as the sticky bit of runs/ says */
 	else if (run->busy || (run->state != RUNSTATE_CREATED && !runstate_is_terminal(run->state)))
+		rc = -EBUSY;
+	else if (!uid && (run->holds || !runstate_is_terminal(run->state)))
 		rc = -EBUSY;
 	else
 		rc = store_run_delete(r->store, id, NULL);
@@ -1291,6 +1410,24 @@ int runs_remove(struct runs *r, const char *id, uid_t uid)
 		answer_waiters(gone, ENOENT, NULL);
 	}
 	return rc;
+}
+
+int runs_remove(struct runs *r, const char *id, uid_t uid)
+{
+	return remove_run(r, id, &uid);
+}
+
+void runs_hold(struct runs *r, const char *id, bool hold)
+{
+	pthread_mutex_lock(&r->lock);
+	struct run *run = run_find(r, id);
+	if (run && hold) {
+		run->holds++;
+	} else if (run && run->holds && --run->holds == 0 && runstate_is_terminal(run->state)) {
+		r->keep_due = true; /* it may be past runs.keep now */
+		pthread_cond_signal(&r->keep_cond);
+	}
+	pthread_mutex_unlock(&r->lock);
 }
 
 int runs_list(struct runs *r, struct strlist *out)

@@ -142,6 +142,10 @@ const char *runs_store_gone(struct runs *r);
 /* rmdir runs/<id> by user uid: -ENOENT; -EPERM when allow_other is on and
  * uid is neither the owner nor root; -EBUSY while the run is active. */
 int runs_remove(struct runs *r, const char *id, uid_t uid);
+
+/* A file of run id was opened (hold true) or closed (false): runs.keep
+ * never removes a run while a file of it is open (a reader, `tail -f`). */
+void runs_hold(struct runs *r, const char *id, bool hold);
 /* A fresh id no run uses (creates nothing), NUL-terminated, new at each
  * call: scripts reading runs/new at once get different ids. Every id has
  * the same length (what stat says of runs/new); *mtime (may be NULL) is

@@ -1021,26 +1021,32 @@ int store_run_state(struct store *st, const char *id, enum runstate *out,
  * with states, column 1 as a run state to *states (index for index; a row
  * whose state cannot be read is left out). Releases s. */
 static int collect_ids(struct store *st, sqlite3_stmt *s, struct strlist *out,
-		       enum runstate **states, char **err)
+		       enum runstate **states, int64_t **updated, char **err)
 {
 	int rc = 0, step;
 	size_t cap = 0;
 	if (states)
 		*states = NULL;
+	if (updated)
+		*updated = NULL;
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
 		const char *t = (const char *)sqlite3_column_text(s, 0);
 		enum runstate state = RUNSTATE_CREATED;
 		if (!t || (states && !runstate_parse((const char *)sqlite3_column_text(s, 1),
 						     &state)))
 			continue; /* unreadable: as store_run_state fails on it */
-		if (states && out->n == cap) {
+		if ((states || updated) && out->n == cap) {
 			size_t ncap = cap ? cap * 2 : 64;
-			enum runstate *p = realloc(*states, ncap * sizeof *p);
-			if (!p) {
+			enum runstate *p = states ? realloc(*states, ncap * sizeof *p) : NULL;
+			if (states && p)
+				*states = p;
+			int64_t *u = updated ? realloc(*updated, ncap * sizeof *u) : NULL;
+			if (updated && u)
+				*updated = u;
+			if ((states && !p) || (updated && !u)) {
 				rc = oom(err);
 				break;
 			}
-			*states = p;
 			cap = ncap;
 		}
 		if (strlist_add(out, t) < 0) {
@@ -1049,6 +1055,8 @@ static int collect_ids(struct store *st, sqlite3_stmt *s, struct strlist *out,
 		}
 		if (states)
 			(*states)[out->n - 1] = state;
+		if (updated)
+			(*updated)[out->n - 1] = sqlite3_column_int64(s, 2);
 	}
 	if (rc == 0 && step != SQLITE_DONE)
 		rc = db_fail(st, err, "listing runs");
@@ -1056,13 +1064,14 @@ static int collect_ids(struct store *st, sqlite3_stmt *s, struct strlist *out,
 	return rc;
 }
 
-int store_run_ids(struct store *st, struct strlist *out, enum runstate **states, char **err)
+int store_run_ids(struct store *st, struct strlist *out, enum runstate **states,
+		  int64_t **updated, char **err)
 {
 	lock(st);
 	sqlite3_stmt *s;
-	int rc = prepare(st, "SELECT id, state FROM runs ORDER BY id", &s, err);
+	int rc = prepare(st, "SELECT id, state, updated_at FROM runs ORDER BY id", &s, err);
 	if (rc == 0)
-		rc = collect_ids(st, s, out, states, err);
+		rc = collect_ids(st, s, out, states, updated, err);
 	unlock(st);
 	return rc;
 }
@@ -1080,7 +1089,7 @@ int store_runs_in_state(struct store *st, enum runstate state,
 		"SELECT id FROM runs WHERE state = ?1 ORDER BY seq, id", &s, err);
 	if (rc == 0) {
 		sqlite3_bind_text(s, 1, runstate_name(state), -1, SQLITE_STATIC);
-		rc = collect_ids(st, s, out, NULL, err);
+		rc = collect_ids(st, s, out, NULL, NULL, err);
 	}
 	unlock(st);
 	return rc;

@@ -174,8 +174,10 @@ int store_run_state(struct store *st, const char *id, enum runstate *out,
 /* Appends the id of every run to out, sorted bytewise, in one query. With
  * states, *states gets a malloc'd array of their states, index for index
  * (NULL when there are none), and a run whose state cannot be read is left
- * out. */
-int store_run_ids(struct store *st, struct strlist *out, enum runstate **states, char **err);
+ * out. With updated, *updated gets their last changes the same way
+ * (updated_at: nanoseconds since the epoch). */
+int store_run_ids(struct store *st, struct strlist *out, enum runstate **states,
+		  int64_t **updated, char **err);
 
 /* Appends the ids of the runs in state s to out, in enqueue order (seq). */
 int store_runs_in_state(struct store *st, enum runstate s,

@@ -149,6 +149,7 @@ struct run_open {
 	bool have;
 	struct timespec changed; /* the run's change time they were made at */
 	uint64_t writer;         /* runs_open_writer's ticket, 0: none */
+	char held[RUN_ID_MAX + 1]; /* the run it holds (runs_hold); "": none */
 	pid_t opener;            /* who opened it, for a writer's FLUSH */
 	struct run_open *prev, *next; /* mount.opens */
 };
@@ -356,6 +357,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		/* A writer's FLUSH can start the run (runs_close_writer). */
 		fi->noflush = !ro->writer;
 		ro->opener = fuse_req_ctx(req)->pid;
+		/* runs.keep leaves a run alone while a file of it is open. */
+		if (m->runs && view_run_of(path, ro->held, sizeof ro->held))
+			runs_hold(m->runs, ro->held, true);
 		pthread_mutex_lock(&m->opens_lock);
 		ro->next = m->opens;
 		if (m->opens)
@@ -484,6 +488,8 @@ static void run_open_end(struct mount *m, fuse_ino_t ino, struct run_open *ro)
 	struct run_ref ref;
 	if (ro->writer && run_file_of(m, ino, &ref))
 		runs_close_writer(m->runs, ref.id, ref.name, ro->writer, true);
+	if (ro->held[0])
+		runs_hold(m->runs, ro->held, false);
 	run_open_free(m, ro);
 }
 

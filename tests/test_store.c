@@ -656,11 +656,11 @@ static void test_run_ids_with_states_skip_unreadable(void **state)
 			" VALUES ('odd', 'sleeping', 1, 1);");
 	st = open_ok(f->db);
 	struct strlist l = {0};
-	assert_int_equal(store_run_ids(st, &l, NULL, NULL), 0);
+	assert_int_equal(store_run_ids(st, &l, NULL, NULL, NULL), 0);
 	assert_ids(&l, (const char *[]){"good", "odd"}, 2);
 	strlist_free(&l);
 	enum runstate *states = NULL, s;
-	assert_int_equal(store_run_ids(st, &l, &states, NULL), 0);
+	assert_int_equal(store_run_ids(st, &l, &states, NULL, NULL), 0);
 	assert_ids(&l, (const char *[]){"good"}, 1);
 	assert_int_equal(states[0], RUNSTATE_CREATED);
 	assert_int_equal(store_run_state(st, "odd", &s, NULL), -EIO);
@@ -679,12 +679,12 @@ static void test_section6_runs_in_state_follow_enqueue_order(void **state)
 	make_queued(st, "a");
 
 	struct strlist l = {0};
-	assert_int_equal(store_run_ids(st, &l, NULL, NULL), 0);
+	assert_int_equal(store_run_ids(st, &l, NULL, NULL, NULL), 0);
 	assert_ids(&l, (const char *[]){"a", "b", "c", "idle"}, 4);
 	strlist_free(&l);
 	/* With their states, in one query. */
 	enum runstate *states = NULL;
-	assert_int_equal(store_run_ids(st, &l, &states, NULL), 0);
+	assert_int_equal(store_run_ids(st, &l, &states, NULL, NULL), 0);
 	assert_ids(&l, (const char *[]){"a", "b", "c", "idle"}, 4);
 	assert_non_null(states);
 	for (size_t i = 0; i < 3; i++)
@@ -1182,7 +1182,7 @@ static void test_section6_delete_removes_everything(void **state)
 	assert_int_equal(store_run_get(st, "gone", &r, NULL), -ENOENT);
 	assert_int_equal(store_run_delete(st, "gone", NULL), -ENOENT);
 	struct strlist l = {0};
-	assert_int_equal(store_run_ids(st, &l, NULL, NULL), 0);
+	assert_int_equal(store_run_ids(st, &l, NULL, NULL, NULL), 0);
 	assert_ids(&l, (const char *[]){"kept"}, 1);
 	strlist_free(&l);
 	store_close(st);
