@@ -367,6 +367,33 @@ static void test_S9_openai_provider_reads_url(void **state)
 	config_free(c);
 }
 
+
+/* model.stream (default on) and runs.keep (default: keep every run). */
+static void test_S9_model_stream_and_runs_keep(void **state)
+{
+	(void)state;
+	struct config *c = parse_ok("model:\n  provider: echo\n");
+	assert_false(c->model.stream_off);
+	assert_true(c->keep.days == 0 && c->keep.count == 0);
+	config_free(c);
+	c = parse_ok("model:\n  provider: echo\n  stream: false\n"
+		     "runs:\n  keep: {days: 0.5, count: 10}\n");
+	assert_true(c->model.stream_off);
+	assert_true(c->keep.days == 0.5);
+	assert_int_equal(c->keep.count, 10);
+	config_free(c);
+	const char *bad[] = { "runs:\n  keep: {days: 0}\n", "runs:\n  keep: {days: soon}\n",
+			      "runs:\n  keep: {days: -2}\n", "runs:\n  keep: {count: 0}\n",
+			      "runs:\n  keep: [30]\n", "model:\n  stream: maybe\n" };
+	const char *key[] = { "runs.keep.days", "runs.keep.days", "runs.keep.days",
+			      "runs.keep.count", "runs.keep", "model.stream" };
+	for (size_t i = 0; i < 6; i++) {
+		char *err = parse_err(bad[i]);
+		assert_non_null(strstr(err, key[i]));
+		free(err);
+	}
+}
+
 /* ---- paths ------------------------------------------------------------- */
 
 static void test_S9_relative_paths_resolve_against_config_dir(void **state)
@@ -1265,6 +1292,7 @@ int main(void)
 		cmocka_unit_test(test_S9_registered_empty_list_registers_nothing),
 		cmocka_unit_test(test_S9_model_command_string_splits_on_whitespace),
 		cmocka_unit_test(test_S9_openai_provider_reads_url),
+		cmocka_unit_test(test_S9_model_stream_and_runs_keep),
 		cmocka_unit_test_setup_teardown(test_S9_relative_paths_resolve_against_config_dir,
 						setup_tmp, teardown_tmp),
 		cmocka_unit_test_setup_teardown(test_S9_load_refuses_fifo_without_waiting,
