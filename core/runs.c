@@ -1336,12 +1336,26 @@ static void remove_tree(const char *path)
 	nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* How long a request that commits waits for the database while another
+ * process holds its write lock, before it fails with EAGAIN. A mkdir or
+ * rmdir waits less: the kernel holds runs/ locked while it waits, and
+ * with it every listing of runs/ and every lookup of a name not seen yet. */
+#define REQUEST_STORE_WAIT_MS 5000
+#define DIR_STORE_WAIT_MS 250
+
+/* A request that commits first waits for the store (store_wait_writable)
+ * and then takes the lock: its wait for another process holds up no other
+ * request. */
+
 int runs_create(struct runs *r, const char *id, uid_t uid, gid_t gid)
 {
 	if (!runs_id_valid(id))
 		return -EINVAL;
 	if (store_file_gone(r, true))
 		return -EIO;
+	int ready = store_wait_writable(r->store, DIR_STORE_WAIT_MS);
+	if (ready < 0)
+		return ready;
 	pthread_mutex_lock(&r->lock);
 	if (run_find(r, id)) {
 		pthread_mutex_unlock(&r->lock);
@@ -1382,6 +1396,9 @@ int runs_create(struct runs *r, const char *id, uid_t uid, gid_t gid)
  * that no file of is open. Returns 0 or a negative errno. */
 static int remove_run(struct runs *r, const char *id, const uid_t *uid)
 {
+	int ready = store_wait_writable(r->store, DIR_STORE_WAIT_MS);
+	if (ready < 0)
+		return ready;
 	pthread_mutex_lock(&r->lock);
 	struct run *run = run_find(r, id);
 	int rc = 0;
@@ -2328,6 +2345,12 @@ ssize_t runs_write(struct runs *r, const char *id, const char *name, const char 
 {
 	if (off < 0)
 		return -EINVAL;
+	/* prompt and input are kept until their close; the others commit. */
+	if (strcmp(name, "prompt") != 0 && strcmp(name, "input") != 0) {
+		int ready = store_wait_writable(r->store, REQUEST_STORE_WAIT_MS);
+		if (ready < 0)
+			return ready;
+	}
 	if (strcmp(name, "workdir") == 0)
 		return write_workdir(r, id, data, len, off);
 	struct snapshot *s = engine_snapshot(r->engine);
@@ -2446,6 +2469,11 @@ int runs_truncate(struct runs *r, const char *id, const char *name, off_t size)
 {
 	if (size < 0)
 		return -EINVAL;
+	if (strcmp(name, "prompt") != 0 && strcmp(name, "input") != 0) {
+		int ready = store_wait_writable(r->store, REQUEST_STORE_WAIT_MS);
+		if (ready < 0)
+			return ready;
+	}
 	if (strcmp(name, "workdir") == 0)
 		return truncate_workdir(r, id, size);
 	pthread_mutex_lock(&r->lock);
@@ -2503,8 +2531,25 @@ static int enqueue(struct runs *r, const char *id)
 	/* Started now, the run would write to a file no later mount sees. */
 	if (store_file_gone(r, true))
 		return -EIO;
+	/* Nothing to start: no commit, so no wait for the store either. */
 	pthread_mutex_lock(&r->lock);
 	struct run *run = run_find(r, id);
+	bool starts = run && run->state == RUNSTATE_CREATED && run->prompt_written &&
+		      run->prompt.len && !run->prompt_refused;
+	pthread_mutex_unlock(&r->lock);
+	if (!starts)
+		return 0;
+	int writable = store_wait_writable(r->store, REQUEST_STORE_WAIT_MS);
+	pthread_mutex_lock(&r->lock);
+	run = run_find(r, id);
+	if (writable < 0) {
+		/* The close says it failed: nothing starts until the prompt is
+		 * written again (not the release that follows this close). */
+		if (run)
+			run->prompt_written = false;
+		pthread_mutex_unlock(&r->lock);
+		return writable;
+	}
 	if (!run || run->state != RUNSTATE_CREATED || !run->prompt_written || !run->prompt.len ||
 	    run->prompt_refused) {
 		pthread_mutex_unlock(&r->lock);
@@ -2621,8 +2666,16 @@ int runs_close_writer(struct runs *r, const char *id, const char *name, uint64_t
 		return 0;
 	if (strcmp(name, "prompt") == 0)
 		return enqueue(r, id);
+	int ready = store_wait_writable(r->store, REQUEST_STORE_WAIT_MS);
 	pthread_mutex_lock(&r->lock);
 	run = run_find(r, id);
+	if (ready < 0) {
+		/* Failed, so not taken: not by the release after it either. */
+		if (run && run->serial == ticket)
+			run->input_written = false;
+		pthread_mutex_unlock(&r->lock);
+		return ready;
+	}
 	int rc = 0;
 	bool moved = false;
 	if (run && run->serial == ticket && run->state == RUNSTATE_WAITING_FOR_INPUT &&

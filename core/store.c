@@ -22,7 +22,18 @@
 #include <time.h>
 #include <unistd.h>
 
+/* How long the checkpointer's connection waits for a lock another process
+ * holds. */
 #define BUSY_TIMEOUT_MS 5000
+/* How long one statement of the daemon's connection waits for a lock held
+ * by another process. It waits holding the connection (and its caller's
+ * locks), so every other user of the store would wait with it: kept short.
+ * A request that is to commit waits for the database beforehand, holding
+ * nothing (store_wait_writable); a worker's commit is tried again with
+ * backoff (agent_env.store_wait). */
+#define WRITER_BUSY_MS 100
+/* store_wait_writable's pause between two looks. */
+#define WRITABLE_POLL_MS 20
 
 /* Prepared statements are kept for reuse, keyed by the address of their
  * SQL text (every statement is a constant string): parsing SQL anew on
@@ -435,6 +446,31 @@ uint64_t store_writes(struct store *st)
 	return __atomic_load_n(&st->writes, __ATOMIC_ACQUIRE);
 }
 
+int store_wait_writable(struct store *st, int timeout_ms)
+{
+	struct timespec t0, now;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		lock(st);
+		/* A look, not a wait: the connection is held only for it. */
+		sqlite3_busy_timeout(st->db, 0);
+		int rc = begin(st, NULL);
+		if (rc == 0 && sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK)
+			rc = -EIO;
+		sqlite3_busy_timeout(st->db, WRITER_BUSY_MS);
+		unlock(st);
+		if (rc != -EAGAIN)
+			return rc;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		int64_t waited = (int64_t)(now.tv_sec - t0.tv_sec) * 1000 +
+				 (now.tv_nsec - t0.tv_nsec) / 1000000;
+		if (waited >= timeout_ms)
+			return -EAGAIN;
+		struct timespec pause = { 0, WRITABLE_POLL_MS * 1000000L };
+		nanosleep(&pause, NULL);
+	}
+}
+
 /* Compact JSON text of v (any JSON value), or NULL with *rc set. */
 static char *dump(const json_t *v, int *rc, char **err)
 {
@@ -728,6 +764,8 @@ struct store *store_open(const char *path, char **err)
 			st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
 		goto fail;
 	}
+	/* Opening and migrating may wait for another process as long as the
+	 * checkpointer does; afterwards statements wait WRITER_BUSY_MS. */
 	sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
 	rc = set_journal_wal(st, path, err);
 	if (rc == 0)
@@ -736,6 +774,8 @@ struct store *store_open(const char *path, char **err)
 			      "PRAGMA journal_size_limit=" WAL_SIZE_LIMIT ";", err);
 	if (rc == 0)
 		rc = migrate(st, path, err);
+	if (rc == 0)
+		sqlite3_busy_timeout(st->db, WRITER_BUSY_MS);
 	if (rc == 0) {
 		/* SQLite made the -shm file at its first read in WAL mode. */
 		char *shm = NULL;

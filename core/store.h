@@ -131,6 +131,14 @@ struct run_change {
  * with *err set. */
 struct store *store_open(const char *path, char **err);
 
+/* Waits, holding no lock of the store's, until a write could begin now
+ * (no other process holds the database's write lock), for at most
+ * timeout_ms. Returns 0; -EAGAIN when it is still held elsewhere then; or
+ * the errno of another failure (-EIO for an unusable -shm file, ...).
+ * A request about to commit calls it first, before taking locks of its
+ * own, so that its wait holds up no one else. */
+int store_wait_writable(struct store *st, int timeout_ms);
+
 /* How many rows this store has written so far: a read of the store made
  * after it returned n shows every write counted in n. Never blocks (no
  * lock is taken), so a cache of what was read can be checked cheaply. */
