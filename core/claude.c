@@ -297,8 +297,6 @@ static void sort_unique(struct strlist *l)
 		l->items[w++] = l->items[i];
 	}
 	l->n = w;
-	if (l->items)
-		l->items[w] = NULL;
 }
 
 int claude_permissions_from_grants(const struct grants *g,
