@@ -166,10 +166,11 @@ static int no_equivalent_warnings(const struct grants *g, struct claude_permissi
 	return 0;
 }
 
-/* A declared item naming a Claude Code tool that grants no skillfs tool
- * (WebSearch, NotebookEdit ...): skillfs dropped it, and Claude Code is
- * not told to allow it either. Skill and the other note tools are allowed
- * anyway, so they are not named. */
+/* A declared item that grants nothing in skillfs (D3: a Claude Code tool
+ * skillfs does not have, such as WebSearch; a pattern on a tool that takes
+ * none, such as Read(./src/x); a name no tool has, such as an MCP tool's)
+ * is not allowed in Claude Code either: each is named with skillfs's
+ * reason. The note tools (Skill ...) are allowed anyway: not named. */
 static int dropped_warnings(const struct grants *g, struct claude_permissions *p)
 {
 	for (size_t i = 0; i < g->ndropped; i++) {
@@ -183,12 +184,12 @@ static int dropped_warnings(const struct grants *g, struct claude_permissions *p
 		free(item.raw);
 		free(item.tool);
 		free(item.pattern);
-		if (!row || (row->flags & (CLAUDE_READS | CLAUDE_NOTES)))
+		if (row && (row->flags & CLAUDE_NOTES) && !(row->flags & CLAUDE_READS))
 			continue;
 		if (strlist_addf(&p->warnings,
-				 "skill '%s': allowed-tools item '%s' is not allowed: skillfs has no "
-				 "such tool and grants it to no runtime",
-				 d->skill ? d->skill : "", d->item) < 0)
+				 "skill '%s': allowed-tools item '%s' is not allowed here either: %s",
+				 d->skill ? d->skill : "", d->item,
+				 d->reason ? d->reason : "it grants nothing in skillfs") < 0)
 			return -1;
 	}
 	return 0;

@@ -379,14 +379,25 @@ static void test_R3_declared_empty_and_D1_invalid(void **st)
 		json_decref(j);
 		claude_permissions_free(&p);
 	}
-	/* the Claude Code tools a skill asks for but skillfs never grants are
-	 * named; Skill is allowed anyway and not named */
+	/* what a skill asks for but skillfs grants nothing for (a Claude Code
+	 * tool skillfs does not have, a pattern on a tool that takes none, an
+	 * MCP tool) is named, and not allowed; Skill is allowed anyway and
+	 * not named */
 	struct claude_permissions p;
-	resolve1("allowed-tools: [Read, WebSearch, Skill]\n", &p);
+	resolve1("allowed-tools: [Read, WebSearch, Skill, \"Write(./src/**)\", "
+		 "mcp__github__search]\n",
+		 &p);
 	assert_true(strlist_has(&p.deny, "WebSearch"));
+	assert_true(strlist_has(&p.deny, "Write"));
 	assert_true(strlist_has(&p.allow, "Skill"));
-	assert_true(has_warning(&p, "skill 's0': allowed-tools item 'WebSearch' is not allowed"));
+	assert_true(has_warning(&p, "skill 's0': allowed-tools item 'WebSearch' is not allowed "
+				    "here either: a Claude Code tool skillfs does not have"));
+	assert_true(has_warning(&p, "item 'Write(./src/**)' is not allowed here either: tool "
+				    "takes no command pattern"));
+	assert_true(has_warning(&p, "item 'mcp__github__search' is not allowed here either"));
 	assert_false(has_warning(&p, "item 'Skill'"));
+	for (size_t i = 0; i < p.allow.n; i++)
+		assert_null(strstr(p.allow.items[i], "mcp__"));
 	claude_permissions_free(&p);
 }
 
