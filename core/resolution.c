@@ -231,8 +231,9 @@ struct resolution *resolution_build(const struct config *c,
 	    collect_warnings(c, cat, r) < 0 || render(r) < 0)
 		goto out;
 	/* For Claude Code: resolved against every built-in tool, not the
-	 * registered ones. The configuration's tool ceiling, once there is
-	 * one, is the third argument (NULL: none). */
+	 * registered ones. The configuration's tool ceiling, once
+	 * configurations have one (configurations.<cfg>.tools), is the third
+	 * argument, resolved like an allowed-tools list (NULL: none). */
 	if (claude_permissions_resolve(gate, r->eff.ngate, NULL, &r->claude) < 0 ||
 	    claude_files_render(&r->claude, &r->claude_files) < 0)
 		goto out;
