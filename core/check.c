@@ -4,8 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "claude.h"
 #include "effective.h"
 #include "grants.h"
+#include "json_text.h"
 #include "resolution.h"
 
 static const char *source_path(const struct config *c, size_t i)
@@ -63,9 +65,25 @@ static int report_skills(const struct config *c, const struct catalog *cat,
 	return rc;
 }
 
+/* The Claude Code settings of r, as configs/<cfg>/claude/ holds them. */
+static int report_claude(const struct resolution *r, struct buf *out)
+{
+	const char *n = r->config_name;
+	json_t *j = claude_settings_json(&r->claude);
+	int rc = j ? buf_printf(out, "configuration %s: claude settings.json: ", n) : -1;
+	if (rc == 0)
+		rc = json_text_append(out, j, JSON_COMPACT);
+	json_decref(j);
+	for (size_t i = 0; i < r->claude.warnings.n && rc == 0; i++)
+		rc = buf_printf(out, "configuration %s: claude warning: %s\n", n,
+				r->claude.warnings.items[i]);
+	return rc;
+}
+
 /* Reports one configuration; adds its errors to *errors. */
 static int report_configuration(const struct config *c, const struct catalog *cat,
-				const struct configuration *cfg, struct buf *out,
+				const struct configuration *cfg,
+				const struct check_options *opts, struct buf *out,
 				int *errors)
 {
 	struct resolution *r = resolution_build(c, cat, cfg, NULL, 0);
@@ -115,12 +133,21 @@ static int report_configuration(const struct config *c, const struct catalog *ca
 		rc = buf_printf(out,
 				"configuration %s: budget: %zu skills not listed in <available_skills> (skills.listingMaxBytes=%ld)\n",
 				n, r->prompt.unlisted, c->listing_max_bytes);
+	if (rc == 0 && opts && opts->claude)
+		rc = report_claude(r, out);
 	resolution_free(r);
 	return rc;
 }
 
 int check_report(const struct config *c, const struct catalog *cat,
 		 const char *config_error, struct buf *out)
+{
+	return check_report_opts(c, cat, config_error, NULL, out);
+}
+
+int check_report_opts(const struct config *c, const struct catalog *cat,
+		      const char *config_error, const struct check_options *opts,
+		      struct buf *out)
 {
 	int errors = 0, rc = 0;
 	if (config_error) {
@@ -132,7 +159,7 @@ int check_report(const struct config *c, const struct catalog *cat,
 	if (rc == 0)
 		rc = report_skills(c, cat, out);
 	for (size_t i = 0; c && i < c->nconfigs && rc == 0; i++)
-		rc = report_configuration(c, cat, &c->configs[i], out, &errors);
+		rc = report_configuration(c, cat, &c->configs[i], opts, out, &errors);
 	if (rc == 0)
 		rc = buf_printf(out, "errors: %d\n", errors);
 	return rc < 0 ? -1 : errors;

@@ -4,6 +4,8 @@
 #ifndef SKILLFS_CHECK_H
 #define SKILLFS_CHECK_H
 
+#include <stdbool.h>
+
 #include "buf.h"
 #include "catalog.h"
 #include "config.h"
@@ -17,5 +19,20 @@
  * is reported, not counted). Returns the number of errors, or -1 on ENOMEM. */
 int check_report(const struct config *c, const struct catalog *cat,
 		 const char *config_error, struct buf *out);
+
+/* What check_report_opts adds to the report. */
+struct check_options {
+	/* Each configuration's Claude Code settings (claude.h): a line
+	 * "configuration <name>: claude settings.json: " followed by the
+	 * object of configs/<name>/claude/settings.json on one line, and a
+	 * line "configuration <name>: claude warning: ..." for each line of
+	 * its warnings file. */
+	bool claude;
+};
+
+/* check_report with options (NULL: none, as check_report). */
+int check_report_opts(const struct config *c, const struct catalog *cat,
+		      const char *config_error, const struct check_options *opts,
+		      struct buf *out);
 
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "claudetools.h"
 #include "cmdline.h"
 #include "domain.h"
 

@@ -27,6 +27,8 @@ void resolution_free(struct resolution *r)
 	free(r->config_name);
 	effective_free(&r->eff);
 	grants_free(&r->grants);
+	claude_permissions_free(&r->claude);
+	claude_files_free(&r->claude_files);
 	prompt_free(&r->prompt);
 	strlist_free(&r->warnings);
 	for (int i = 0; i < RES_NFILES; i++)
@@ -227,6 +229,13 @@ struct resolution *resolution_build(const struct config *c,
 				&c->tools.unavailable_why, gate, r->eff.ngate, &r->grants) < 0 ||
 	    prompt_build(c, cat, r->eff.eff, r->eff.neff, &r->grants, &r->prompt) < 0 ||
 	    collect_warnings(c, cat, r) < 0 || render(r) < 0)
+		goto out;
+	/* For Claude Code: resolved against every built-in tool, not the
+	 * registered ones. The configuration's tool ceiling, once
+	 * configurations have one (configurations.<cfg>.tools), is the third
+	 * argument, resolved like an allowed-tools list (NULL: none). */
+	if (claude_permissions_resolve(gate, r->eff.ngate, NULL, &r->claude) < 0 ||
+	    claude_files_render(&r->claude, &r->claude_files) < 0)
 		goto out;
 	rc = 0;
 out:

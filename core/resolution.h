@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "catalog.h"
+#include "claude.h"
 #include "config.h"
 #include "effective.h"
 #include "grants.h"
@@ -34,6 +35,10 @@ struct resolution {
 	char *config_name;
 	struct effective eff;
 	struct grants grants; /* the allow-list resolved now (R6 stores a copy) */
+	/* The same skills' grants as Claude Code settings (claude.h), and the
+	 * files of configs/<cfg>/claude/ rendered from them. */
+	struct claude_permissions claude;
+	struct claude_files claude_files;
 	struct prompt prompt;
 	struct strlist warnings;
 	char *text[RES_NFILES]; /* each NUL-terminated; "" when empty */
@@ -46,7 +51,8 @@ struct resolution {
 
 /* Resolves cfg (with the forced skill names, may be NULL when nforced is 0)
  * against c and cat: effective skills (R1), the allow-list over the gate
- * skills (R2-R4, D1, D3), then the prompt (section 4, R9) under that list.
+ * skills (R2-R4, D1, D3), then the prompt (section 4, R9) under that list,
+ * and the same skills' grants as Claude Code settings (claude.h).
  * Every text ends with a newline when it is not empty. Returns NULL with
  * errno ENOMEM, or EINVAL when c or cfg is NULL. O(n log n) in skills. */
 struct resolution *resolution_build(const struct config *c,

@@ -24,6 +24,7 @@
 #include <yaml.h>
 
 #include "buf.h"
+#include "claudetools.h"
 #include "cmdline.h"
 #include "yamlbound.h"
 
@@ -178,49 +179,6 @@ static char *trim_dup(const char *p, size_t n)
 	while (n && isspace((unsigned char)p[n - 1]))
 		n--;
 	return strndup(p, n);
-}
-
-/* Claude Code's tool names (D3), in one table: each with the skillfs tool
- * that does the same job, or NULL when skillfs has none. Matched
- * case-insensitively, like every tool name. */
-static const struct {
-	const char *claude;
-	const char *tool;
-} claude_tools[] = {
-	{"Read", "read"},
-	{"Write", "write"},
-	{"Edit", "edit"},
-	{"MultiEdit", "edit"},
-	{"Bash", "bash"},
-	{"Glob", "glob"},
-	{"Grep", "grep"},
-	{"WebFetch", "webfetch"},
-	{"AskUserQuestion", "ask_user"},
-	{"WebSearch", NULL},
-	{"TodoWrite", NULL},
-	{"Task", NULL},
-	{"Agent", NULL},
-	{"Skill", NULL},
-	{"NotebookEdit", NULL},
-	{"NotebookRead", NULL},
-	{"ExitPlanMode", NULL},
-	{"BashOutput", NULL},
-	{"KillShell", NULL},
-	{"SlashCommand", NULL},
-};
-
-const char *tool_from_claude(const char *name, bool *missing)
-{
-	if (missing)
-		*missing = false;
-	for (size_t i = 0; name && i < sizeof claude_tools / sizeof *claude_tools; i++) {
-		if (strcasecmp(claude_tools[i].claude, name) != 0)
-			continue;
-		if (missing)
-			*missing = claude_tools[i].tool == NULL;
-		return claude_tools[i].tool;
-	}
-	return NULL;
 }
 
 int tool_grant_parse(const char *item, struct tool_grant *g)

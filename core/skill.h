@@ -15,6 +15,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "claudetools.h"
 #include "strlist.h"
 
 #define SKILL_NAME_MAX 64
@@ -155,20 +156,10 @@ const char *skill_name_unusable(const char *name);
 char *skill_quote(const char *text);
 
 /* Parses one allowed-tools item such as "Read" or "Bash(git diff:*)" into
- * g (lower-cased tool, mapped through tool_from_claude when it is a Claude
- * Code name for another skillfs tool, pattern or NULL, raw copy). Returns
- * 0, or -1 on ENOMEM. */
+ * g (lower-cased tool, mapped through tool_from_claude (claudetools.h)
+ * when it is a Claude Code name for another skillfs tool, pattern or NULL,
+ * raw copy). Returns 0, or -1 on ENOMEM. */
 int tool_grant_parse(const char *item, struct tool_grant *g);
-
-/* Claude Code's tool names (D3, one table in skill.c): the skillfs tool
- * doing the same job as the Claude Code tool name (case-insensitive):
- * "Read" -> "read", "MultiEdit" -> "edit", "AskUserQuestion" -> "ask_user",
- * "Glob" -> "glob", ... NULL when name is no Claude Code tool name, or names
- * one skillfs has no tool for ("WebSearch", "TodoWrite", "Task", "Agent",
- * "Skill", "NotebookEdit", ...): *missing (may be NULL) is set then.
- * tool_grant_parse applies it, so every allowed-tools and tools: item is
- * mapped. */
-const char *tool_from_claude(const char *name, bool *missing);
 
 /* Whether s has a description that is not blank. A skill without one is
  * not listed in <available_skills> (prompt.h) and warns so. */

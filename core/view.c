@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "claude.h"
 #include "filecache.h"
 #include "json_text.h"
 #include "resolution.h"
@@ -31,6 +32,9 @@ static const char readme_text[] =
 	"configs/<cfg>/skills/<name>/\n"
 	"                            each effective skill's directory as on disk:\n"
 	"                            point an agent runtime's skills folder here\n"
+	"configs/<cfg>/claude/       a ready .claude directory: skills/ (the same\n"
+	"                            skills), settings.json (the allow-list as\n"
+	"                            Claude Code permissions, fail closed), warnings\n"
 	"configs/<cfg>/attachments   attachments and their state\n"
 	"configs/<cfg>/effective     effective skills, one per line\n"
 	"configs/<cfg>/allowed-tools the tools a run of <cfg> gets, one per line\n"
@@ -85,7 +89,7 @@ static int split(const char *path, struct comps *p)
  * (or owned, when owned_data is set); backing files are read from disk. */
 enum node_kind {
 	N_ROOT, N_README, N_TOOLS, N_SKILLS, N_SKILL, N_SUBS, N_CONFIGS, N_CONFIG,
-	N_GATE, N_TEXT, N_BACKING_DIR, N_BACKING_FILE, N_RUNS, N_RUN_DIR,
+	N_GATE, N_CLAUDE, N_TEXT, N_BACKING_DIR, N_BACKING_FILE, N_RUNS, N_RUN_DIR,
 };
 
 struct node {
@@ -425,6 +429,28 @@ static int resolve_gate(struct snapshot *s, struct node *n, const char *const *r
 	return resolve_backing(n, sk, rest + 1, nrest - 1, true);
 }
 
+/* configs/<cfg>/claude/...: a ready `.claude` directory (claude.h): its
+ * skills/ is the gate view, its files the resolution's Claude Code
+ * settings. */
+static int resolve_claude(struct snapshot *s, struct node *n, const char *const *rest,
+			  size_t nrest)
+{
+	if (nrest == 0) {
+		n->kind = N_CLAUDE;
+		n->type = VIEW_DIR;
+		return 0;
+	}
+	if (strcmp(rest[0], CLAUDE_SKILLS_NAME) == 0)
+		return resolve_gate(s, n, rest + 1, nrest - 1);
+	if (nrest > 1)
+		return -ENOTDIR;
+	size_t len;
+	const char *t = claude_file(&n->res->claude_files, rest[0], &len);
+	if (!t)
+		return -ENOENT;
+	return set_text(n, t, len, s->built);
+}
+
 static int resolve_for(struct snapshot *s, const char *path, struct node *n, bool attr_only)
 {
 	struct comps p;
@@ -489,6 +515,8 @@ static int resolve_for(struct snapshot *s, const char *path, struct node *n, boo
 		}
 		if (strcmp(p.c[2], "skills") == 0)
 			return resolve_gate(s, n, p.c + 3, p.n - 3);
+		if (strcmp(p.c[2], CLAUDE_DIR_NAME) == 0)
+			return resolve_claude(s, n, p.c + 3, p.n - 3);
 		if (p.n > 3)
 			return -ENOTDIR;
 		size_t len;
@@ -750,7 +778,12 @@ int view_readdir(struct snapshot *s, const char *path, struct view_dirent **ents
 	case N_CONFIG:
 		for (size_t i = 0; i < RES_NFILES && !a; i++)
 			a |= add(&l, resolution_file_names[i], VIEW_FILE);
-		a |= add(&l, "skills", VIEW_DIR);
+		a |= add(&l, "skills", VIEW_DIR) | add(&l, CLAUDE_DIR_NAME, VIEW_DIR);
+		break;
+	case N_CLAUDE:
+		for (size_t i = 0; i < CLAUDE_NFILES && !a; i++)
+			a |= add(&l, claude_file_names[i], VIEW_FILE);
+		a |= add(&l, CLAUDE_SKILLS_NAME, VIEW_DIR);
 		break;
 	case N_GATE:
 		for (size_t i = 0; i < n.res->neff_sorted && !a; i++)
@@ -804,9 +837,15 @@ bool view_gate_skill_of(const char *path, const char **name, size_t *len)
 	if (strncmp(path, "configs/", 8) != 0)
 		return false;
 	const char *cfg = path + 8, *slash = strchr(cfg, '/');
-	if (!slash || slash == cfg || strncmp(slash + 1, "skills/", 7) != 0)
+	if (!slash || slash == cfg)
 		return false;
-	const char *p = slash + 8, *end = strchr(p, '/');
+	const char *rest = slash + 1;
+	/* configs/<cfg>/claude/skills/ is the same gate view */
+	if (strncmp(rest, CLAUDE_DIR_NAME "/", sizeof CLAUDE_DIR_NAME) == 0)
+		rest += sizeof CLAUDE_DIR_NAME;
+	if (strncmp(rest, "skills/", 7) != 0)
+		return false;
+	const char *p = rest + 7, *end = strchr(p, '/');
 	*name = p;
 	*len = end ? (size_t)(end - p) : strlen(p);
 	return *len > 0;

@@ -68,8 +68,8 @@ int view_read_all(struct snapshot *s, const char *path, char **data, size_t *len
 bool view_skill_of(const char *path, const char **name, size_t *len);
 
 /* Whether path is a skill's directory in a gate view or inside it
- * (configs/<cfg>/skills/<name>[/...]), and which: sets *name to the
- * component after "skills/". */
+ * (configs/<cfg>/skills/<name>[/...] or configs/<cfg>/claude/skills/<name>
+ * [/...]), and which: sets *name to the component after "skills/". */
 bool view_gate_skill_of(const char *path, const char **name, size_t *len);
 
 /* Whether path is runs/<id>/<name> (a file directly in a run directory):

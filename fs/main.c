@@ -19,6 +19,7 @@ static const char usage[] =
 	"usage: skillfs [-c CONFIG] [-s SKILLS_DIR]... [-r SKILLS_DIR]... [--state DB] [-f] [-d]\n"
 	"               [-o OPT,...] MOUNTPOINT\n"
 	"       skillfs check [-c CONFIG] [-s SKILLS_DIR]... [-r SKILLS_DIR]... [--state DB]\n"
+	"                     [--claude]\n"
 	"       skillfs --help | --version\n"
 	"\n"
 	"  -c, --config FILE    the instance config (YAML); without it every -s\n"
@@ -39,7 +40,9 @@ static const char usage[] =
 	"resolution; it exits 1 when the config or an attached skill is invalid.\n"
 	"With --state DB it verifies that run database (integrity, schema version,\n"
 	"the runs a mount would take up again) without changing it; it exits 1\n"
-	"when the database is damaged or cannot be used.\n";
+	"when the database is damaged or cannot be used.\n"
+	"With --claude it also prints each configuration's Claude Code settings,\n"
+	"as configs/<cfg>/claude/settings.json holds them, and their warnings.\n";
 
 struct cli {
 	const char *config;
@@ -50,6 +53,7 @@ struct cli {
 	struct buf fuse_opts; /* every -o, joined with commas */
 	const char *mountpoint;
 	bool check;
+	bool claude;          /* check --claude */
 };
 
 /* Adds a -s (recursive false) or -r directory. Returns 0 or -1 on ENOMEM. */
@@ -80,6 +84,7 @@ static int parse(int argc, char **argv, struct cli *cli)
 		{ "skills", required_argument, NULL, 's' },
 		{ "recursive", required_argument, NULL, 'r' },
 		{ "state", required_argument, NULL, 'S' },
+		{ "claude", no_argument, NULL, 'C' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "debug", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
@@ -108,6 +113,9 @@ static int parse(int argc, char **argv, struct cli *cli)
 		case 'S':
 			cli->state = optarg;
 			break;
+		case 'C':
+			cli->claude = true;
+			break;
 		case 'f':
 			cli->foreground = true;
 			break;
@@ -133,6 +141,10 @@ static int parse(int argc, char **argv, struct cli *cli)
 			fputs(usage, stderr);
 			return -1;
 		}
+	}
+	if (cli->claude && !cli->check) {
+		fprintf(stderr, "skillfs: --claude is an option of skillfs check\n%s", usage);
+		return -1;
 	}
 	if (cli->check) {
 		if (optind != argc) {
@@ -197,11 +209,13 @@ static int run_state_check(const char *path)
 	return print_report(&out, statecheck_report(path, &out));
 }
 
-static int run_check(struct engine *e)
+static int run_check(struct engine *e, bool claude)
 {
 	struct snapshot *s = engine_snapshot(e);
 	struct buf out = { 0 };
-	int errors = check_report(snapshot_config(s), s->catalog, s->config_error, &out);
+	struct check_options opts = { .claude = claude };
+	int errors = check_report_opts(snapshot_config(s), s->catalog, s->config_error, &opts,
+				       &out);
 	snapshot_unref(s);
 	return print_report(&out, errors);
 }
@@ -242,7 +256,7 @@ int main(int argc, char **argv)
 	int status;
 	char *mountpoint = NULL, *state = NULL;
 	if (cli.check) {
-		status = run_check(e);
+		status = run_check(e, cli.claude);
 		if (cli.state) {
 			int st = run_state_check(cli.state);
 			status = st > status ? st : status;

@@ -1,13 +1,15 @@
 /* Tool grants: effective skills (R1, R4, D1), the allow-list (R2, R3, D3,
  * D4), execution-time checks (R5), wait-time intersection (R7, R8), the
  * stored JSON form, execution modes (R10) and sub-agent tools (R13, D5),
- * and the check report. */
+ * and the check report (also with --claude), and the Claude Code settings
+ * resolved beside the list (section 8, configs/<cfg>/claude/). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 #include "buf.h"
 #include "catalog.h"
 #include "check.h"
+#include "claude.h"
 #include "config.h"
 #include "effective.h"
 #include "grants.h"
@@ -321,6 +324,41 @@ static void test_R2_unregistered_tool_not_granted(void **st)
 	struct resolution *r = fx_resolve(&f, NULL, 0);
 	assert_string_equal(file(r, "allowed-tools"), "read\n");
 	assert_false(grants_has(&r->grants, "python"));
+	resolution_free(r);
+	fx_free(&f);
+}
+
+/* Section 8 (configs/<cfg>/claude/): the Claude Code settings hold the
+ * skills' union as R2-R4 resolve it against every built-in tool, not the
+ * registered and available ones (those bound skillfs's runs, not Claude
+ * Code); a disabled declaring skill still grants nothing there (R4), and
+ * the run's list (r->grants) is not widened by any of it. */
+static void test_R2_claude_settings_not_bounded_by_registered(void **st)
+{
+	(void)st;
+	struct sk sks[] = { { "web", "allowed-tools: [read, WebFetch, Bash]\n", TRUST_FIRST_PARTY,
+			      false, false },
+			    { "off", "allowed-tools: [write]\n", TRUST_FIRST_PARTY, false, false } };
+	struct fx f;
+	fx_init(&f, sks, 2);
+	strlist_free(&f.c.registered_tools);
+	assert_int_equal(strlist_add(&f.c.registered_tools, "read"), 0);
+	assert_int_equal(strlist_add(&f.c.registered_tools, "bash"), 0);
+	assert_int_equal(config_tool_unavailable(&f.c, "bash", "bubblewrap not found"), 0);
+	fx_attach(&f, "web", true);
+	fx_attach(&f, "off", false);
+	struct resolution *r = fx_resolve(&f, NULL, 0);
+	assert_string_equal(file(r, "allowed-tools"), "read\n");
+	assert_true(r->claude.restricted);
+	assert_true(strlist_has(&r->claude.allow, "Read"));
+	assert_true(strlist_has(&r->claude.allow, "WebFetch"));
+	assert_true(strlist_has(&r->claude.allow, "Bash"));
+	assert_true(strlist_has(&r->claude.deny, "Write"));
+	size_t len = 0;
+	const char *t = claude_file(&r->claude_files, "settings.json", &len);
+	assert_non_null(t);
+	assert_non_null(strstr(t, "\"WebFetch\""));
+	assert_non_null(strstr(t, "\"defaultMode\": \"dontAsk\""));
 	resolution_free(r);
 	fx_free(&f);
 }
@@ -1543,6 +1581,29 @@ static void test_check_counts_orphaned_and_invalid_attached(void **st)
 	assert_non_null(strstr(b.data, "configuration default: policy: list\n"));
 	assert_non_null(strstr(b.data, "configuration default: tools: read\n"));
 	assert_non_null(strstr(b.data, "errors: 2\n"));
+	assert_null(strstr(b.data, "claude"));
+	buf_free(&b);
+	/* --claude: the settings of configs/<cfg>/claude/ on one line each,
+	 * and their warnings; the last line is still the count */
+	struct check_options opts = { .claude = true };
+	errors = check_report_opts(&f.c, f.cat, NULL, &opts, &b);
+	assert_int_equal(errors, 2);
+	const char *key = "configuration default: claude settings.json: ";
+	const char *line = strstr(b.data, key);
+	assert_non_null(line);
+	json_error_t jerr;
+	json_t *got = json_loadb(line + strlen(key), strcspn(line + strlen(key), "\n"), 0, &jerr);
+	assert_non_null(got);
+	struct resolution *r = fx_resolve(&f, NULL, 0);
+	size_t len = 0;
+	json_t *want = json_loads(claude_file(&r->claude_files, "settings.json", &len), 0, &jerr);
+	assert_non_null(want);
+	assert_true(json_equal(got, want));
+	json_decref(got);
+	json_decref(want);
+	resolution_free(r);
+	assert_non_null(strstr(b.data, "\"defaultMode\":\"dontAsk\""));
+	assert_true(b.len > 10 && strcmp(b.data + b.len - strlen("errors: 2\n"), "errors: 2\n") == 0);
 	buf_free(&b);
 	/* a config error counts, and no config at all still reports */
 	errors = check_report(NULL, NULL, "config.yaml:3: skills: expected a mapping", &b);
@@ -1566,6 +1627,7 @@ int main(void)
 		cmocka_unit_test(test_config_and_catalogue_warnings_come_first),
 		cmocka_unit_test(test_R2_unregistered_tool_not_granted),
 		cmocka_unit_test(test_R2_unavailable_tool_granted_warns_why),
+		cmocka_unit_test(test_R2_claude_settings_not_bounded_by_registered),
 		cmocka_unit_test(test_R4_globally_disabled_declaring_skill_ignored),
 		cmocka_unit_test(test_R4_attachment_disabled_declaring_skill_ignored),
 		cmocka_unit_test(test_R4_catalogue_disabled_flag_ignored),

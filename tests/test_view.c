@@ -608,14 +608,15 @@ static void test_sec8_bad_paths_and_types(void **state)
 	snapshot_unref(s);
 }
 
-/* Section 8: configs/<cfg> holds the 8 resolution files and the gate view; allowed-tools is
+/* Section 8: configs/<cfg> holds the 8 resolution files, the gate view and
+ * claude/; allowed-tools is
  * the union of the declared lists (R2), sorted, lower-cased (D3). */
 static void test_R2_configs_default_files_and_allowed_tools(void **state)
 {
 	struct fixture *f = *state;
 	struct snapshot *s = engine_snapshot(f->e);
 	assert_listing(s, "configs/default",
-		       "allowed-tools attachments available-skills effective grants.json "
+		       "allowed-tools attachments available-skills claude effective grants.json "
 		       "skill-block skills system-prompt warnings");
 	char *t = view_text(s, "configs/default/allowed-tools");
 	assert_string_equal(t, "bash(git diff:*)\nedit\nread\nwrite\n");
@@ -954,6 +955,7 @@ static void test_gate_view_only_effective(void **state)
 	struct engine *e = open_engine(cfg, NULL);
 	struct snapshot *s = engine_snapshot(e);
 	assert_listing(s, "configs/main/skills", "alpha parent");
+	assert_listing(s, "configs/main/claude/skills", "alpha parent");
 	assert_listing(s, "configs/other/skills", "gamma");
 	assert_attr_err(s, "configs/main/skills/beta", ENOENT);
 	assert_attr_err(s, "configs/main/skills/lowly", ENOENT);
@@ -975,6 +977,7 @@ static void test_gate_view_only_effective(void **state)
 	assert_int_equal(engine_reload(e, true, NULL), 0);
 	struct snapshot *s2 = engine_snapshot(e);
 	assert_listing(s2, "configs/main/skills", "beta lowly");
+	assert_listing(s2, "configs/main/claude/skills", "beta lowly");
 	assert_attr_err(s2, "configs/main/skills/alpha", ENOENT);
 	char *d = test_join(f->root, "low/lowly/SKILL.md");
 	assert_same_as_disk(s2, "configs/main/skills/lowly/SKILL.md", d);
@@ -985,6 +988,67 @@ static void test_gate_view_only_effective(void **state)
 	snapshot_unref(s);
 	engine_close(e);
 	free(cfg);
+}
+
+/* Section 8: configs/<cfg>/claude/ is a ready .claude directory: skills/
+ * lists exactly the gate view's skills, each its source whole; settings.json
+ * is the union the skills declare (R2) as Claude Code permissions, fail
+ * closed, the invalid skill counting as [] (D1); warnings; all read-only,
+ * sizes equal to the bytes read. */
+static void test_sec8_claude_dir(void **state)
+{
+	struct fixture *f = *state;
+	struct snapshot *s = engine_snapshot(f->e);
+	assert_listing(s, "configs/default/claude", "settings.json skills warnings");
+	char *gate = listing(s, "configs/default/skills");
+	assert_listing(s, "configs/default/claude/skills", gate);
+	free(gate);
+	const char *names[] = { "alpha", "beta", "gamma", "parent" };
+	for (size_t i = 0; i < 4; i++) {
+		char *v = NULL, *d = test_join(f->skills, names[i]);
+		assert_true(asprintf(&v, "configs/default/claude/skills/%s", names[i]) > 0);
+		assert_gate_mirrors(s, v, d);
+		free(v);
+		free(d);
+	}
+	assert_attr_err(s, "configs/default/claude/skills/broken", ENOENT);
+	assert_attr_err(s, "configs/default/claude/settings.local.json", ENOENT);
+	assert_attr_err(s, "configs/default/claude/settings.json/x", ENOTDIR);
+	assert_attr_err(s, "configs/nope/claude", ENOENT);
+	struct view_attr a;
+	assert_int_equal(view_getattr(s, "configs/default/claude", &a), 0);
+	assert_int_equal(a.type, VIEW_DIR);
+	assert_int_equal(a.perm, 0555);
+	assert_int_equal(view_getattr(s, "configs/default/claude/settings.json", &a), 0);
+	assert_int_equal(a.perm, 0444);
+	assert_int_equal(a.cache, VIEW_STATIC);
+	char *t = view_text(s, "configs/default/claude/settings.json");
+	json_error_t err;
+	json_t *j = json_loads(t, 0, &err);
+	assert_non_null(j);
+	json_t *perm = json_object_get(j, "permissions");
+	assert_string_equal(json_string_value(json_object_get(perm, "defaultMode")), "dontAsk");
+	json_t *allow = json_object_get(perm, "allow"), *deny = json_object_get(perm, "deny");
+	struct buf b = { 0 };
+	for (size_t i = 0; i < json_array_size(allow); i++)
+		assert_int_equal(buf_printf(&b, "%s ", json_string_value(json_array_get(allow, i))),
+				 0);
+	assert_string_equal(b.data, "Bash(git diff:*) Edit Read Skill TaskCreate TaskGet TaskList "
+				    "TaskUpdate TodoWrite ToolSearch Write ");
+	buf_free(&b);
+	bool denies_glob = false, denies_bash = false;
+	for (size_t i = 0; i < json_array_size(deny); i++) {
+		denies_glob |= strcmp(json_string_value(json_array_get(deny, i)), "Glob") == 0;
+		denies_bash |= strcmp(json_string_value(json_array_get(deny, i)), "Bash") == 0;
+	}
+	assert_true(denies_glob);
+	assert_false(denies_bash);
+	json_decref(j);
+	free(t);
+	t = view_text(s, "configs/default/claude/warnings");
+	assert_null(strstr(t, "python")); /* no skill grants it */
+	free(t);
+	snapshot_unref(s);
 }
 
 /* view_gate_skill_of: the skill a path of a gate view belongs to. */
@@ -1007,6 +1071,14 @@ static void test_view_gate_skill_of(void **state)
 	assert_false(view_gate_skill_of("skills/alpha", &name, &len));
 	assert_false(view_gate_skill_of("runs/a/skills/alpha", &name, &len));
 	assert_false(view_gate_skill_of("", &name, &len));
+	/* configs/<cfg>/claude/skills/ is the same gate view */
+	assert_true(view_gate_skill_of("configs/main/claude/skills/alpha/SKILL.md", &name, &len));
+	assert_int_equal(len, 5);
+	assert_memory_equal(name, "alpha", 5);
+	assert_false(view_gate_skill_of("configs/main/claude/skills", &name, &len));
+	assert_false(view_gate_skill_of("configs/main/claude/settings.json", &name, &len));
+	assert_false(view_gate_skill_of("configs/main/claude", &name, &len));
+	assert_true(view_gate_skill_of("configs/claude/skills/alpha", &name, &len)); /* a config named claude */
 }
 
 /* view_skill_of: the skill directory a path belongs to. */
@@ -1105,6 +1177,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_gate_view_default, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gate_view_only_effective, setup, teardown),
 		cmocka_unit_test(test_view_skill_of),
+		cmocka_unit_test_setup_teardown(test_sec8_claude_dir, setup, teardown),
 		cmocka_unit_test(test_view_gate_skill_of),
 		cmocka_unit_test(test_view_run_file),
 	};

@@ -159,7 +159,7 @@ test_attachments_report() {
 	grep -q '^off disabled ' "$a" || fail "attachments: $(cat "$a")"
 	grep -q '^lowly below-trust ' "$a" || fail "attachments: $(cat "$a")"
 	assert_eq "$(wc -c <"$a")" "$(stat -c %s "$a")" "attachments size"
-	assert_eq "allowed-tools attachments available-skills effective grants.json skill-block skills system-prompt warnings" \
+	assert_eq "allowed-tools attachments available-skills claude effective grants.json skill-block skills system-prompt warnings" \
 		"$(ls "$MNT/configs/main" | paste -sd' ')" "configs/main lists"
 }
 
