@@ -1,5 +1,6 @@
 /* skillfs: the command line. Parses arguments, opens the engine, and
- * either mounts or runs `skillfs check`. */
+ * either mounts or runs `skillfs check`; `skillfs run` and `skillfs runs`
+ * go to the client (client.h), which needs no engine. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 
 #include "buf.h"
 #include "check.h"
+#include "client.h"
 #include "config.h"
 #include "engine.h"
 #include "model.h"
@@ -19,6 +21,7 @@ static const char usage[] =
 	"usage: skillfs [-c CONFIG] [-s SKILLS_DIR]... [-r SKILLS_DIR]... [--state DB] [-f] [-d]\n"
 	"               [-o OPT,...] MOUNTPOINT\n"
 	"       skillfs check [-c CONFIG] [-s SKILLS_DIR]... [-r SKILLS_DIR]... [--state DB]\n"
+	"%s"
 	"       skillfs --help | --version\n"
 	"\n"
 	"  -c, --config FILE    the instance config (YAML); without it every -s\n"
@@ -124,20 +127,20 @@ static int parse(int argc, char **argv, struct cli *cli)
 			}
 			break;
 		case 'h':
-			fputs(usage, stdout);
+			printf(usage, client_usage);
 			exit(0);
 		case 'V':
 			printf("skillfs %s\n", SKILLFS_VERSION);
 			exit(0);
 		default:
-			fputs(usage, stderr);
+			fprintf(stderr, usage, client_usage);
 			return -1;
 		}
 	}
 	if (cli->check) {
 		if (optind != argc) {
-			fprintf(stderr, "skillfs check: unexpected argument '%s'\n%s", argv[optind],
-				usage);
+			fprintf(stderr, "skillfs check: unexpected argument '%s'\n", argv[optind]);
+			fprintf(stderr, usage, client_usage);
 			return -1;
 		}
 	} else {
@@ -145,7 +148,7 @@ static int parse(int argc, char **argv, struct cli *cli)
 			fputs(optind >= argc ? "skillfs: missing MOUNTPOINT\n"
 					     : "skillfs: too many arguments\n",
 			      stderr);
-			fputs(usage, stderr);
+			fprintf(stderr, usage, client_usage);
 			return -1;
 		}
 		cli->mountpoint = argv[optind];
@@ -208,6 +211,10 @@ static int run_check(struct engine *e)
 
 int main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "run") == 0)
+		return client_run(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "runs") == 0)
+		return client_runs(argc - 1, argv + 1);
 	struct cli cli = { 0 };
 	if (parse(argc, argv, &cli) < 0) {
 		cli_free(&cli);
