@@ -100,6 +100,15 @@ void snapshot_unref(struct snapshot *s);
  * called). Returns 0, or -1 on ENOMEM. */
 int engine_reload(struct engine *e, bool config_changed, const struct strlist *dirty);
 
+/* Reloads the config file and re-reads every skill now, as the watcher
+ * does after events were lost (skillfs reloads so on SIGHUP), and returns
+ * once that is done (fn has been called when something changed). With a
+ * watcher running (engine_watch) the watcher thread does it, so what the
+ * new config names is watched too; else the calling thread does. The
+ * outcome is in the current snapshot (config_error when the file could not
+ * be taken). Returns 0, or -1 on ENOMEM. */
+int engine_reload_all(struct engine *e);
+
 /* skill.json and mode texts of catalogue entry i of s, built once. */
 const struct snapshot_skill_texts *snapshot_skill_texts(struct snapshot *s, size_t i);
 

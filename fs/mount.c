@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "mountinfo.h"
+#include "service.h"
 #include "nodes.h"
 #include "runs.h"
 #include "statelock.h"
@@ -95,6 +96,7 @@ struct mount {
 	volatile int stopping;
 	pthread_t loop_thread; /* the one in fuse_session_loop */
 	int loop_done;         /* atomic: the loop has returned */
+	int stop_told;         /* atomic: STOPPING=1 was sent (service.h) */
 
 	pthread_mutex_t wait_lock; /* guards waits, polls, next_key */
 	struct wait_req *waits;
@@ -1305,6 +1307,7 @@ static void *wake_main(void *arg)
  * its run stays resumable), and the loop is told to end. */
 static void begin_stop(struct mount *m)
 {
+	service_stopping(&m->stop_told);
 	m->stopping = 1;
 	runs_stop(m->runs);
 	fuse_session_exit(m->se);
@@ -1362,6 +1365,11 @@ static void *signal_main(void *arg)
 		int sig = sigtimedwait(&set, NULL, m->mount_id > 0 ? &tick : NULL);
 		if (sig == SIGUSR1)
 			return NULL; /* the loop ended on its own (unmounted) */
+		if (sig == SIGHUP) {
+			if (!m->stopping)
+				service_reload(m->engine);
+			continue;
+		}
 		if (sig > 0) {
 			begin_stop(m);
 			kick_loop(m, &set);
@@ -1540,11 +1548,13 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 		fuse_loop_cfg_set_idle_threads(loop, MOUNT_THREADS_MAX);
 		fuse_loop_cfg_set_clone_fd(loop, 0);
 		pthread_sigmask(SIG_UNBLOCK, &kickset, NULL);
+		service_ready_when_answering(opt->mountpoint);
 		status = fuse_session_loop_mt(m.se, loop) == 0 ? 0 : 1;
 		pthread_sigmask(SIG_BLOCK, &kickset, NULL);
 		fuse_loop_cfg_destroy(loop);
 	}
 	__atomic_store_n(&m.loop_done, 1, __ATOMIC_RELEASE);
+	service_stopping(&m.stop_told);
 	m.stopping = 1;
 	/* The signal thread goes first: seeing the mount gone, it would
 	 * begin a stop of the run manager that runs_detach_within frees. */
