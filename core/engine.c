@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1099,6 +1100,12 @@ char *engine_state_path(struct engine *e, const char *state_path)
 	snapshot_unref(s);
 	if (!cs) {
 		const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+		/* mount(8) runs mount.fuse3, and so skillfs, without HOME. */
+		struct passwd pw, *pwp = NULL;
+		char pwbuf[4096];
+		if ((!home || !*home) && getpwuid_r(getuid(), &pw, pwbuf, sizeof pwbuf, &pwp) == 0 &&
+		    pwp)
+			home = pwp->pw_dir;
 		int n = xdg && *xdg ? asprintf(&path, "%s/skillfs/state.db", xdg)
 				    : asprintf(&path, "%s/.local/state/skillfs/state.db",
 					       home && *home ? home : ".");

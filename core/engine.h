@@ -124,7 +124,8 @@ uint64_t engine_resolutions_built(struct engine *e);
 
 /* The run database's path: state_path when given, else the config's
  * `state`, else $XDG_STATE_HOME/skillfs/state.db (or
- * ~/.local/state/skillfs/state.db). A new string, or NULL on ENOMEM. */
+ * ~/.local/state/skillfs/state.db, the home directory from the password
+ * database when HOME is unset). A new string, or NULL on ENOMEM. */
 char *engine_state_path(struct engine *e, const char *state_path);
 
 /* The run manager attached to the engine (runs_attach), or NULL. The engine

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "mountinfo.h"
+#include "mountopts.h"
 #include "service.h"
 #include "nodes.h"
 #include "runs.h"
@@ -1387,37 +1388,14 @@ static void *signal_main(void *arg)
 }
 
 /* Whether the mount options opts (comma separated, or NULL) hold option
- * name, split and unescaped as libfuse does: a backslash takes the next
- * character as it is, or three octal digits as one byte. */
+ * name, split and unescaped as libfuse does. */
 static bool has_option(const char *opts, const char *name)
 {
-	for (const char *p = opts; p && *p;) {
-		char tok[64];
-		size_t len = 0;
-		bool over = false;
-		for (; *p && *p != ','; p++) {
-			char c = *p;
-			if (p[0] == '\\' && p[1]) {
-				p++;
-				if (p[0] >= '0' && p[0] <= '3' && p[1] >= '0' && p[1] <= '7' &&
-				    p[2] >= '0' && p[2] <= '7') {
-					c = (char)((p[0] - '0') * 64 + (p[1] - '0') * 8 + (p[2] - '0'));
-					p += 2;
-				} else {
-					c = *p;
-				}
-			}
-			if (len < sizeof tok - 1)
-				tok[len++] = c;
-			else
-				over = true;
-		}
-		tok[len] = '\0';
+	char tok[64];
+	bool over;
+	for (const char *p = opts; mountopts_next(&p, tok, sizeof tok, &over);)
 		if (!over && strcmp(tok, name) == 0)
 			return true;
-		if (*p == ',')
-			p++;
-	}
 	return false;
 }
 
