@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Integration: `skillfs run` and `skillfs runs` (issue 16, item 5; README
-# "Running from the command line"): a run made through the mount's files,
+# "From the command line: skillfs run and skillfs runs"): a run made through the mount's files,
 # its transcript shown on stderr as it grows, the result on stdout, and the
 # exit status 0 completed, 1 failed, 2 cancelled, 3 waiting for a person.
 . "$(dirname "$0")/lib.sh"

@@ -2,7 +2,7 @@
 # Integration: `mount -t fuse.skillfs CONFIG MOUNTPOINT -o OPTS` and an
 # /etc/fstab line (through mount.fuse3, which runs `skillfs SOURCE
 # MOUNTPOINT -o OPTS` and lets it daemonise) (issue 16, item 3; README
-# "Install": fstab). The options reach the daemon: state=, skills=,
+# "`mount`, `/etc/fstab` and systemd"). The options reach the daemon: state=, skills=,
 # recursive=, allow_other; nofail, _netdev and x-systemd.* are mount(8)'s.
 #
 # mount(8) runs its helper with no PATH of its own, so mount.fuse3 finds

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Integration: skillfs under a service manager, without systemd (issue 16,
-# item 4; README "systemd"): the Type=notify protocol on a datagram socket
+# item 4; README "`mount`, `/etc/fstab` and systemd"): the Type=notify protocol on a datagram socket
 # named by NOTIFY_SOCKET (READY=1 only once the mount answers; RELOADING=1
 # and READY=1 around a SIGHUP reload; STOPPING=1), and SIGHUP reloading the
 # config file (DESIGN.md section 9: the config is taken again without a
