@@ -50,6 +50,9 @@
 #define CONFIG_YAML_MAX_ALIAS_BYTES (1024 * 1024)
 /* Room for a full dotted key; names from the file are clipped in keys. */
 #define KEY_MAX 256
+/* The number of keys in a keys table (the *_keys arrays, one per mapping
+ * read with get_fields; config_known_keys lists them all). */
+#define KEYS_N(a) (sizeof (a) / sizeof *(a))
 #define WORKERS_MAX 64
 #define CONFIG_NAME_MAX 64
 
@@ -434,10 +437,11 @@ static int add_source(struct config *c, char *abs, enum trust t, bool writable,
 	return 0;
 }
 
+static const char *const sources_keys[] = {"path", "trust", "writable", "recursive"};
+
 static int parse_sources(struct ctx *x, const yaml_node_t *n)
 {
-	static const char *const names[] = {"path", "trust", "writable", "recursive"};
-	yaml_node_t *f[4];
+	yaml_node_t *f[KEYS_N(sources_keys)];
 	char k[KEY_MAX], kk[KEY_MAX];
 	if (want_seq(x, n, "sources") < 0)
 		return -1;
@@ -449,7 +453,7 @@ static int parse_sources(struct ctx *x, const yaml_node_t *n)
 		if (!item)
 			return fail(x, n, k, "malformed list");
 		bool writable = false, recursive = false;
-		if (get_fields(x, item, k, names, 4, f) < 0)
+		if (get_fields(x, item, k, sources_keys, KEYS_N(sources_keys), f) < 0)
 			return -1;
 		if (!f[0])
 			return fail(x, item, key_join(kk, k, "path"), "missing");
@@ -564,14 +568,15 @@ static int parse_trust_map(struct ctx *x, const yaml_node_t *n)
 	return each_pair(x, n, "skills.trust", "skill to trust level", trust_entry, NULL);
 }
 
+static const char *const skills_keys[] = {"maxBytes", "listingMaxBytes",
+		"execution_mode", "minTrustLevel", "disabled", "trust"};
+
 static int parse_skills(struct ctx *x, const yaml_node_t *n)
 {
-	static const char *const names[] = {"maxBytes", "listingMaxBytes",
-		"execution_mode", "minTrustLevel", "disabled", "trust"};
-	yaml_node_t *f[6];
+	yaml_node_t *f[KEYS_N(skills_keys)];
 	struct config *c = x->c;
 	const char *s;
-	if (get_fields(x, n, "skills", names, 6, f) < 0)
+	if (get_fields(x, n, "skills", skills_keys, KEYS_N(skills_keys), f) < 0)
 		return -1;
 	if (get_budget(x, f[0], "skills.maxBytes", CONFIG_DEFAULT_MAX_BYTES,
 		       &c->max_bytes) < 0 ||
@@ -677,10 +682,11 @@ static int set_builtin_tools(struct config *c)
 static int dup_field(struct ctx *x, const yaml_node_t *n, const char *key, char **out);
 
 /* tools.limits.<tool>: {timeout: seconds, output_bytes: n}. */
+static const char *const limit_entry_keys[] = {"timeout", "output_bytes"};
+
 static int limit_entry(struct ctx *x, const yaml_node_t *kn, const char *name,
 		       const char *k, yaml_node_t *vn, void *arg)
 {
-	static const char *const names[] = {"timeout", "output_bytes"};
 	(void)arg;
 	struct tools_config *t = &x->c->tools;
 	char *tool = str_lower(name);
@@ -704,9 +710,9 @@ static int limit_entry(struct ctx *x, const yaml_node_t *kn, const char *name,
 	*l = (struct tool_limit){ .tool = tool };
 	if (is_null(vn))
 		return 0;
-	yaml_node_t *f[2];
+	yaml_node_t *f[KEYS_N(limit_entry_keys)];
 	char kk[KEY_MAX];
-	if (get_fields(x, vn, k, names, 2, f) < 0 ||
+	if (get_fields(x, vn, k, limit_entry_keys, KEYS_N(limit_entry_keys), f) < 0 ||
 	    (f[0] && get_int(x, f[0], key_join(kk, k, "timeout"), 1, 86400, &l->timeout) < 0) ||
 	    (f[1] && get_long(x, f[1], key_join(kk, k, "output_bytes"), 1, 64L << 20,
 			      &l->output_bytes) < 0))
@@ -754,12 +760,13 @@ static int get_size(struct ctx *x, const yaml_node_t *n, const char *key,
 }
 
 /* tools.webfetch: {allow_private, max_text, max_download}. */
+static const char *const tool_webfetch_keys[] = {"allow_private", "max_text", "max_download"};
+
 static int parse_tool_webfetch(struct ctx *x, const yaml_node_t *n)
 {
-	static const char *const names[] = {"allow_private", "max_text", "max_download"};
-	yaml_node_t *f[3];
+	yaml_node_t *f[KEYS_N(tool_webfetch_keys)];
 	struct webfetch_config *w = &x->c->tools.webfetch;
-	if (get_fields(x, n, "tools.webfetch", names, 3, f) < 0)
+	if (get_fields(x, n, "tools.webfetch", tool_webfetch_keys, KEYS_N(tool_webfetch_keys), f) < 0)
 		return -1;
 	if ((f[0] && get_bool(x, f[0], "tools.webfetch.allow_private",
 			      &w->allow_private) < 0) ||
@@ -787,14 +794,15 @@ static bool terminal_name_ok(const char *name)
 /* tools.terminal: {commands: [program, ...]}: the programs the terminal
  * tool may start (replacing the default list); a repeated one is kept once
  * with a warning. */
+static const char *const tool_terminal_keys[] = {"commands"};
+
 static int parse_tool_terminal(struct ctx *x, const yaml_node_t *n)
 {
-	static const char *const names[] = {"commands"};
 	const char *key = "tools.terminal.commands";
-	yaml_node_t *f[1];
+	yaml_node_t *f[KEYS_N(tool_terminal_keys)];
 	char k[KEY_MAX];
 	struct strlist *out = &x->c->tools.terminal_commands;
-	if (get_fields(x, n, "tools.terminal", names, 1, f) < 0)
+	if (get_fields(x, n, "tools.terminal", tool_terminal_keys, KEYS_N(tool_terminal_keys), f) < 0)
 		return -1;
 	if (!f[0])
 		return 0;
@@ -825,14 +833,15 @@ static int parse_tool_terminal(struct ctx *x, const yaml_node_t *n)
 	return 0;
 }
 
+static const char *const tools_keys[] = {"registered", "approval", "sandbox",
+		"sandbox_program", "network", "user", "env", "limits", "webfetch", "terminal"};
+
 static int parse_tools(struct ctx *x, const yaml_node_t *n)
 {
-	static const char *const names[] = {"registered", "approval", "sandbox",
-		"sandbox_program", "network", "user", "env", "limits", "webfetch", "terminal"};
-	enum { NF = sizeof names / sizeof *names };
+	enum { NF = sizeof tools_keys / sizeof *tools_keys };
 	yaml_node_t *f[NF];
 	struct config *c = x->c;
-	if (get_fields(x, n, "tools", names, NF, f) < 0)
+	if (get_fields(x, n, "tools", tools_keys, KEYS_N(tools_keys), f) < 0)
 		return -1;
 	if (f[0]) {
 		strlist_free(&c->registered_tools);
@@ -927,13 +936,14 @@ static int dup_field(struct ctx *x, const yaml_node_t *n, const char *key, char 
 	return 0;
 }
 
+static const char *const model_keys[] = {"provider", "command", "base_url",
+		"model", "api_key_env", "timeout", "stream"};
+
 static int parse_model(struct ctx *x, const yaml_node_t *n)
 {
-	static const char *const names[] = {"provider", "command", "base_url",
-		"model", "api_key_env", "timeout", "stream"};
-	yaml_node_t *f[7];
+	yaml_node_t *f[KEYS_N(model_keys)];
 	struct model_config *m = &x->c->model;
-	if (get_fields(x, n, "model", names, 7, f) < 0)
+	if (get_fields(x, n, "model", model_keys, KEYS_N(model_keys), f) < 0)
 		return -1;
 	if (dup_field(x, f[0], "model.provider", &m->provider) < 0)
 		return -1;
@@ -967,20 +977,21 @@ static int parse_model(struct ctx *x, const yaml_node_t *n)
 }
 
 /* runs.budget: positive integers; stored_bytes also as a size ("64MiB"). */
-static int parse_runs_budget(struct ctx *x, const yaml_node_t *n)
-{
-	static const char *const names[] = {"model_calls", "tool_calls_per_turn",
+static const char *const runs_budget_keys[] = {"model_calls", "tool_calls_per_turn",
 					    "subagents", "depth", "seconds",
 					    "stored_bytes"};
-	yaml_node_t *f[6];
+
+static int parse_runs_budget(struct ctx *x, const yaml_node_t *n)
+{
+	yaml_node_t *f[KEYS_N(runs_budget_keys)];
 	struct run_budget *b = &x->c->budget;
 	long *counts[] = {&b->model_calls, &b->tool_calls_per_turn, &b->subagents,
 			  &b->depth, &b->seconds};
 	char k[KEY_MAX];
-	if (get_fields(x, n, "runs.budget", names, 6, f) < 0)
+	if (get_fields(x, n, "runs.budget", runs_budget_keys, KEYS_N(runs_budget_keys), f) < 0)
 		return -1;
 	for (size_t i = 0; i < 5; i++)
-		if (f[i] && get_long(x, f[i], key_join(k, "runs.budget", names[i]), 1,
+		if (f[i] && get_long(x, f[i], key_join(k, "runs.budget", runs_budget_keys[i]), 1,
 				     LONG_MAX, counts[i]) < 0)
 			return -1;
 	if (f[5]) {
@@ -1028,12 +1039,13 @@ static int parse_workdir_roots(struct ctx *x, const yaml_node_t *n)
 
 /* runs.keep: {days: a positive number (fractions too), count: a positive
  * integer}, either or both. */
+static const char *const runs_keep_keys[] = {"days", "count"};
+
 static int parse_runs_keep(struct ctx *x, const yaml_node_t *n)
 {
-	static const char *const names[] = {"days", "count"};
-	yaml_node_t *f[2];
+	yaml_node_t *f[KEYS_N(runs_keep_keys)];
 	struct run_keep *k = &x->c->keep;
-	if (get_fields(x, n, "runs.keep", names, 2, f) < 0)
+	if (get_fields(x, n, "runs.keep", runs_keep_keys, KEYS_N(runs_keep_keys), f) < 0)
 		return -1;
 	if (f[0]) {
 		const char *v = f[0]->type == YAML_SCALAR_NODE ? scalar_value(f[0]) : NULL;
@@ -1051,13 +1063,14 @@ static int parse_runs_keep(struct ctx *x, const yaml_node_t *n)
 	return 0;
 }
 
+static const char *const runs_keys[] = {"workers", "max_turns", "prompt_max_bytes",
+					    "budget", "workdir_roots", "keep"};
+
 static int parse_runs(struct ctx *x, const yaml_node_t *n)
 {
-	static const char *const names[] = {"workers", "max_turns", "prompt_max_bytes",
-					    "budget", "workdir_roots", "keep"};
-	yaml_node_t *f[6];
+	yaml_node_t *f[KEYS_N(runs_keys)];
 	struct config *c = x->c;
-	if (get_fields(x, n, "runs", names, 6, f) < 0)
+	if (get_fields(x, n, "runs", runs_keys, KEYS_N(runs_keys), f) < 0)
 		return -1;
 	if (f[5] && parse_runs_keep(x, f[5]) < 0)
 		return -1;
@@ -1112,11 +1125,12 @@ static int add_attachment(struct configuration *cf, const char *name, bool enabl
 	return 0;
 }
 
+static const char *const attachments_keys[] = {"name", "enabled"};
+
 static int parse_attachments(struct ctx *x, const yaml_node_t *n, const char *key,
 			     struct configuration *cf)
 {
-	static const char *const names[] = {"name", "enabled"};
-	yaml_node_t *f[2];
+	yaml_node_t *f[KEYS_N(attachments_keys)];
 	char k[KEY_MAX], kk[KEY_MAX];
 	if (want_seq(x, n, key) < 0)
 		return -1;
@@ -1131,7 +1145,7 @@ static int parse_attachments(struct ctx *x, const yaml_node_t *n, const char *ke
 			if (get_str(x, item, k, false, &name) < 0)
 				return -1;
 		} else if (item->type == YAML_MAPPING_NODE) {
-			if (get_fields(x, item, k, names, 2, f) < 0)
+			if (get_fields(x, item, k, attachments_keys, KEYS_N(attachments_keys), f) < 0)
 				return -1;
 			if (!f[0])
 				return fail(x, item, key_join(kk, k, "name"), "missing");
@@ -1149,9 +1163,10 @@ static int parse_attachments(struct ctx *x, const yaml_node_t *n, const char *ke
 	return 0;
 }
 
+static const char *const configurations_keys[] = {"skills"};
+
 static int parse_configurations(struct ctx *x, const yaml_node_t *n)
 {
-	static const char *const names[] = {"skills"};
 	const char *key = "configurations";
 	char k[KEY_MAX], kk[KEY_MAX];
 	struct config *c = x->c;
@@ -1160,7 +1175,7 @@ static int parse_configurations(struct ctx *x, const yaml_node_t *n)
 			    node_kind(n));
 	for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
 	     p < n->data.mapping.pairs.top; p++) {
-		yaml_node_t *kn = node_at(x, p->key), *vn = node_at(x, p->value), *f[1];
+		yaml_node_t *kn = node_at(x, p->key), *vn = node_at(x, p->value), *f[KEYS_N(configurations_keys)];
 		const char *name;
 		if (!kn || !vn)
 			return fail(x, n, key, "malformed mapping");
@@ -1187,7 +1202,7 @@ static int parse_configurations(struct ctx *x, const yaml_node_t *n)
 		c->nconfigs++;
 		if (is_null(vn))
 			continue; /* a configuration with no skills */
-		if (get_fields(x, vn, k, names, 1, f) < 0)
+		if (get_fields(x, vn, k, configurations_keys, KEYS_N(configurations_keys), f) < 0)
 			return -1;
 		if (f[0] && parse_attachments(x, f[0], key_join(kk, k, "skills"), cf) < 0)
 			return -1;
@@ -1197,15 +1212,16 @@ static int parse_configurations(struct ctx *x, const yaml_node_t *n)
 
 /* ---- the document ------------------------------------------------------ */
 
+static const char *const root_keys[] = {"sources", "skills", "tools", "model",
+		"runs", "state", "configurations"};
+
 static int parse_root(struct ctx *x, const yaml_node_t *root)
 {
-	static const char *const names[] = {"sources", "skills", "tools", "model",
-		"runs", "state", "configurations"};
-	yaml_node_t *f[7];
+	yaml_node_t *f[KEYS_N(root_keys)];
 	if (root->type != YAML_MAPPING_NODE)
 		return fail(x, root, NULL, "expected a mapping at the top level, got %s",
 			    node_kind(root));
-	if (get_fields(x, root, "", names, 7, f) < 0)
+	if (get_fields(x, root, "", root_keys, KEYS_N(root_keys), f) < 0)
 		return -1;
 	if ((f[0] && parse_sources(x, f[0]) < 0) ||
 	    (f[1] && parse_skills(x, f[1]) < 0) ||
@@ -1215,6 +1231,41 @@ static int parse_root(struct ctx *x, const yaml_node_t *root)
 	    (f[5] && parse_state(x, f[5]) < 0) ||
 	    (f[6] && parse_configurations(x, f[6]) < 0))
 		return -1;
+	return 0;
+}
+
+/* Where each keys table applies, for config_known_keys: the tables the
+ * parser takes its keys from (so its "unknown key" warning and the list
+ * cannot differ). "[]" stands for any list item, "<...>" for any key of a
+ * mapping. */
+static const struct keyset {
+	const char *where;
+	const char *const *keys;
+	size_t n;
+} keysets[] = {
+	{ NULL, root_keys, KEYS_N(root_keys) },
+	{ "sources[]", sources_keys, KEYS_N(sources_keys) },
+	{ "skills", skills_keys, KEYS_N(skills_keys) },
+	{ "tools", tools_keys, KEYS_N(tools_keys) },
+	{ "tools.limits.<tool>", limit_entry_keys, KEYS_N(limit_entry_keys) },
+	{ "tools.webfetch", tool_webfetch_keys, KEYS_N(tool_webfetch_keys) },
+	{ "tools.terminal", tool_terminal_keys, KEYS_N(tool_terminal_keys) },
+	{ "model", model_keys, KEYS_N(model_keys) },
+	{ "runs", runs_keys, KEYS_N(runs_keys) },
+	{ "runs.budget", runs_budget_keys, KEYS_N(runs_budget_keys) },
+	{ "runs.keep", runs_keep_keys, KEYS_N(runs_keep_keys) },
+	{ "configurations.<name>", configurations_keys, KEYS_N(configurations_keys) },
+	{ "configurations.<name>.skills[]", attachments_keys, KEYS_N(attachments_keys) },
+};
+
+int config_known_keys(struct strlist *out)
+{
+	for (size_t i = 0; i < KEYS_N(keysets); i++)
+		for (size_t k = 0; k < keysets[i].n; k++)
+			if ((keysets[i].where
+				     ? strlist_addf(out, "%s.%s", keysets[i].where, keysets[i].keys[k])
+				     : strlist_add(out, keysets[i].keys[k])) < 0)
+				return -1;
 	return 0;
 }
 

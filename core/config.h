@@ -198,6 +198,14 @@ int config_parse(const char *text, size_t len, const char *path,
  * skill. Returns NULL on ENOMEM. */
 struct config *config_default(const char *const *dirs, size_t ndirs);
 
+/* Appends every key the parser reads, as a dotted path from the top of
+ * the file ("skills.maxBytes", "sources[].path", "tools.limits.<tool>.timeout",
+ * "configurations.<name>.skills[].enabled"; "[]" is any list item, "<...>"
+ * any key of that mapping), taken from the tables the parser itself checks
+ * keys against: a key outside it is warned about as unknown. For the
+ * documentation's test. Returns 0, or -1 on ENOMEM. */
+int config_known_keys(struct strlist *out);
+
 /* p made absolute against the current directory and normalised by its
  * text alone (symbolic links are kept: a link retargeted later is
  * followed); a new string, or NULL on failure (errno set). */

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,11 @@ struct engine {
 	/* watcher */
 	int inotify_fd;
 	int stop_pipe[2];
+	int reload_pipe[2];       /* a byte asks the watcher for engine_reload_all */
+	pthread_mutex_t asked_lock; /* guards the two counts below */
+	pthread_cond_t asked_cond;
+	uint64_t reloads_asked, reloads_done; /* engine_reload_all's tickets */
+	bool watcher_ended;       /* the watcher thread returned (asked_lock) */
 	pthread_t thread;
 	bool thread_running;
 	bool unwatching;          /* set by engine_unwatch (atomic): stop early */
@@ -244,6 +250,9 @@ struct engine *engine_open(const struct engine_options *opt, char **err)
 	e->opt = *opt;
 	e->inotify_fd = -1;
 	e->stop_pipe[0] = e->stop_pipe[1] = -1;
+	e->reload_pipe[0] = e->reload_pipe[1] = -1;
+	pthread_mutex_init(&e->asked_lock, NULL);
+	pthread_cond_init(&e->asked_cond, NULL);
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_init(&e->reload_lock, NULL);
 	if (opt->config_path) {
@@ -905,15 +914,28 @@ static void *watch_main(void *arg)
 	if (!dirt)
 		return NULL; /* nothing is followed; the mount still answers */
 	for (;;) {
-		struct pollfd pfd[2] = { { e->inotify_fd, POLLIN, 0 }, { e->stop_pipe[0], POLLIN, 0 } };
-		if (poll(pfd, 2, -1) < 0) {
+		struct pollfd pfd[3] = { { e->inotify_fd, POLLIN, 0 }, { e->stop_pipe[0], POLLIN, 0 },
+					 { e->reload_pipe[0], POLLIN, 0 } };
+		if (poll(pfd, 3, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
 		if (pfd[1].revents)
 			break;
-		bool config_changed = false, any = false, everything = false;
+		/* engine_reload_all: the config and every skill, as after
+		 * lost events; the tickets asked so far are answered by it. */
+		bool forced = pfd[2].revents != 0;
+		uint64_t answered = 0;
+		if (forced) {
+			char drain[64];
+			while (read(e->reload_pipe[0], drain, sizeof drain) > 0)
+				;
+			pthread_mutex_lock(&e->asked_lock);
+			answered = e->reloads_asked;
+			pthread_mutex_unlock(&e->asked_lock);
+		}
+		bool config_changed = forced, any = forced, everything = forced;
 		/* The config file's names as given and where its links led.
 		 * Any other change on its way (a link retargeted, a directory
 		 * renamed or made) has the file looked at again after the
@@ -1010,9 +1032,37 @@ static void *watch_main(void *arg)
 			reload_and_watch(e, config_changed, &dirt->list, true);
 		strlist_free(&replaced);
 		strlist_free(&dirt->list);
+		if (forced) {
+			pthread_mutex_lock(&e->asked_lock);
+			e->reloads_done = answered;
+			pthread_cond_broadcast(&e->asked_cond);
+			pthread_mutex_unlock(&e->asked_lock);
+		}
 	}
 	free(dirt);
+	pthread_mutex_lock(&e->asked_lock);
+	e->watcher_ended = true;
+	pthread_cond_broadcast(&e->asked_cond);
+	pthread_mutex_unlock(&e->asked_lock);
 	return NULL;
+}
+
+int engine_reload_all(struct engine *e)
+{
+	if (!__atomic_load_n(&e->thread_running, __ATOMIC_ACQUIRE))
+		return engine_reload(e, true, NULL);
+	pthread_mutex_lock(&e->asked_lock);
+	uint64_t ticket = ++e->reloads_asked;
+	pthread_mutex_unlock(&e->asked_lock);
+	/* One byte is enough however many are asked: a full pipe has one. */
+	if (write(e->reload_pipe[1], "r", 1) < 0 && errno != EAGAIN)
+		return engine_reload(e, true, NULL);
+	pthread_mutex_lock(&e->asked_lock);
+	while (e->reloads_done < ticket && !e->watcher_ended)
+		pthread_cond_wait(&e->asked_cond, &e->asked_lock);
+	bool ended = e->reloads_done < ticket;
+	pthread_mutex_unlock(&e->asked_lock);
+	return ended ? engine_reload(e, true, NULL) : 0;
 }
 
 int engine_watch(struct engine *e, engine_change_fn fn, void *ctx)
@@ -1022,7 +1072,8 @@ int engine_watch(struct engine *e, engine_change_fn fn, void *ctx)
 	e->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (e->inotify_fd < 0)
 		return -1;
-	if (pipe2(e->stop_pipe, O_CLOEXEC) < 0)
+	if (pipe2(e->stop_pipe, O_CLOEXEC) < 0 ||
+	    pipe2(e->reload_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		return -1;
 	/* The watches are set up by the watcher thread (watch_start): with
 	 * tens of thousands of directories that takes a while, and the mount
@@ -1034,7 +1085,7 @@ int engine_watch(struct engine *e, engine_change_fn fn, void *ctx)
 		errno = rc;
 		return -1;
 	}
-	e->thread_running = true;
+	__atomic_store_n(&e->thread_running, true, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -1049,6 +1100,12 @@ char *engine_state_path(struct engine *e, const char *state_path)
 	snapshot_unref(s);
 	if (!cs) {
 		const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+		/* mount(8) runs mount.fuse3, and so skillfs, without HOME. */
+		struct passwd pw, *pwp = NULL;
+		char pwbuf[4096];
+		if ((!home || !*home) && getpwuid_r(getuid(), &pw, pwbuf, sizeof pwbuf, &pwp) == 0 &&
+		    pwp)
+			home = pwp->pw_dir;
 		int n = xdg && *xdg ? asprintf(&path, "%s/skillfs/state.db", xdg)
 				    : asprintf(&path, "%s/.local/state/skillfs/state.db",
 					       home && *home ? home : ".");
@@ -1077,7 +1134,7 @@ void engine_unwatch(struct engine *e)
 		/* cannot happen: one byte into an empty pipe */
 	}
 	pthread_join(e->thread, NULL);
-	e->thread_running = false;
+	__atomic_store_n(&e->thread_running, false, __ATOMIC_RELEASE);
 }
 
 void engine_close(struct engine *e)
@@ -1087,9 +1144,11 @@ void engine_close(struct engine *e)
 	engine_unwatch(e);
 	if (e->inotify_fd >= 0)
 		close(e->inotify_fd);
-	if (e->stop_pipe[0] >= 0) {
-		close(e->stop_pipe[0]);
-		close(e->stop_pipe[1]);
+	for (int i = 0; i < 2; i++) {
+		if (e->stop_pipe[i] >= 0)
+			close(e->stop_pipe[i]);
+		if (e->reload_pipe[i] >= 0)
+			close(e->reload_pipe[i]);
 	}
 	for (size_t i = 0; i < e->capwatches; i++) {
 		free(e->watches[i].path);
@@ -1104,5 +1163,7 @@ void engine_close(struct engine *e)
 	free(e->dirs_recursive);
 	pthread_mutex_destroy(&e->lock);
 	pthread_mutex_destroy(&e->reload_lock);
+	pthread_mutex_destroy(&e->asked_lock);
+	pthread_cond_destroy(&e->asked_cond);
 	free(e);
 }

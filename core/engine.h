@@ -100,6 +100,15 @@ void snapshot_unref(struct snapshot *s);
  * called). Returns 0, or -1 on ENOMEM. */
 int engine_reload(struct engine *e, bool config_changed, const struct strlist *dirty);
 
+/* Reloads the config file and re-reads every skill now, as the watcher
+ * does after events were lost (skillfs reloads so on SIGHUP), and returns
+ * once that is done (fn has been called when something changed). With a
+ * watcher running (engine_watch) the watcher thread does it, so what the
+ * new config names is watched too; else the calling thread does. The
+ * outcome is in the current snapshot (config_error when the file could not
+ * be taken). Returns 0, or -1 on ENOMEM. */
+int engine_reload_all(struct engine *e);
+
 /* skill.json and mode texts of catalogue entry i of s, built once. */
 const struct snapshot_skill_texts *snapshot_skill_texts(struct snapshot *s, size_t i);
 
@@ -115,7 +124,8 @@ uint64_t engine_resolutions_built(struct engine *e);
 
 /* The run database's path: state_path when given, else the config's
  * `state`, else $XDG_STATE_HOME/skillfs/state.db (or
- * ~/.local/state/skillfs/state.db). A new string, or NULL on ENOMEM. */
+ * ~/.local/state/skillfs/state.db, the home directory from the password
+ * database when HOME is unset). A new string, or NULL on ENOMEM. */
 char *engine_state_path(struct engine *e, const char *state_path);
 
 /* The run manager attached to the engine (runs_attach), or NULL. The engine

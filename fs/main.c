@@ -1,5 +1,6 @@
 /* skillfs: the command line. Parses arguments, opens the engine, and
- * either mounts or runs `skillfs check`. */
+ * either mounts or runs `skillfs check`; `skillfs run` and `skillfs runs`
+ * go to the client (client.h), which needs no engine. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -8,18 +9,22 @@
 
 #include "buf.h"
 #include "check.h"
+#include "client.h"
 #include "config.h"
 #include "engine.h"
 #include "model.h"
 #include "mount.h"
+#include "mountopts.h"
 #include "statecheck.h"
 #include "strlist.h"
 
 static const char usage[] =
 	"usage: skillfs [-c CONFIG] [-s SKILLS_DIR]... [-r SKILLS_DIR]... [--state DB] [-f] [-d]\n"
 	"               [-o OPT,...] MOUNTPOINT\n"
+	"       skillfs CONFIG MOUNTPOINT [-o OPT,...]     (as mount -t fuse.skillfs runs it)\n"
 	"       skillfs check [-c CONFIG] [-s SKILLS_DIR]... [-r SKILLS_DIR]... [--state DB]\n"
 	"                     [--claude]\n"
+	"%s"
 	"       skillfs --help | --version\n"
 	"\n"
 	"  -c, --config FILE    the instance config (YAML); without it every -s\n"
@@ -33,7 +38,9 @@ static const char usage[] =
 	"      --state DB       the run database (default $XDG_STATE_HOME/skillfs/state.db)\n"
 	"  -f, --foreground     do not daemonise\n"
 	"  -d, --debug          print every FUSE request (implies -f)\n"
-	"  -o OPT,...           extra mount options\n"
+	"  -o OPT,...           mount options: state=DB, skills=DIR[:DIR...] and\n"
+	"                       recursive=DIR[:DIR...] as --state, -s and -r; the\n"
+	"                       others (allow_other, ro...) go to FUSE\n"
 	"\n"
 	"Unmount with: fusermount3 -u MOUNTPOINT (or send SIGINT/SIGTERM).\n"
 	"`skillfs check` lints skills and config and prints each configuration's\n"
@@ -51,6 +58,7 @@ struct cli {
 	const char *state;
 	bool foreground, debug;
 	struct buf fuse_opts; /* every -o, joined with commas */
+	struct mountopts mo;  /* fuse_opts split: skillfs's own, and libfuse's */
 	const char *mountpoint;
 	bool check;
 	bool claude;          /* check --claude */
@@ -75,6 +83,34 @@ static void cli_free(struct cli *cli)
 	free(cli->recursive);
 	cli->recursive = NULL;
 	buf_free(&cli->fuse_opts);
+	mountopts_free(&cli->mo);
+}
+
+/* Takes skillfs's own options (state=, skills=, recursive=) out of the -o
+ * options (mountopts.h), as mount.fuse3 passes an fstab line's. Returns 0,
+ * or -1 with a message printed. */
+static int take_mount_options(struct cli *cli)
+{
+	char *err = NULL;
+	if (mountopts_parse(cli->fuse_opts.data, &cli->mo, &err) < 0) {
+		fprintf(stderr, "skillfs: %s\n", err ? err : "out of memory");
+		free(err);
+		return -1;
+	}
+	if (cli->mo.state) {
+		if (cli->state) {
+			fprintf(stderr, "skillfs: the state database is given twice (--state and "
+					"-o state=)\n");
+			return -1;
+		}
+		cli->state = cli->mo.state;
+	}
+	for (size_t i = 0; i < cli->mo.dirs.n; i++)
+		if (add_dir(cli, cli->mo.dirs.items[i], cli->mo.recursive.items[i][0] == '1') < 0) {
+			fprintf(stderr, "skillfs: out of memory\n");
+			return -1;
+		}
+	return 0;
 }
 
 static int parse(int argc, char **argv, struct cli *cli)
@@ -98,7 +134,7 @@ static int parse(int argc, char **argv, struct cli *cli)
 	}
 	optind = first;
 	int c;
-	while ((c = getopt_long(argc, argv, "+c:s:r:fdo:hV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:s:r:fdo:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			cli->config = optarg;
@@ -132,13 +168,13 @@ static int parse(int argc, char **argv, struct cli *cli)
 			}
 			break;
 		case 'h':
-			fputs(usage, stdout);
+			printf(usage, client_usage);
 			exit(0);
 		case 'V':
 			printf("skillfs %s\n", SKILLFS_VERSION);
 			exit(0);
 		default:
-			fputs(usage, stderr);
+			fprintf(stderr, usage, client_usage);
 			return -1;
 		}
 	}
@@ -148,19 +184,31 @@ static int parse(int argc, char **argv, struct cli *cli)
 	}
 	if (cli->check) {
 		if (optind != argc) {
-			fprintf(stderr, "skillfs check: unexpected argument '%s'\n%s", argv[optind],
-				usage);
+			fprintf(stderr, "skillfs check: unexpected argument '%s'\n", argv[optind]);
+			fprintf(stderr, usage, client_usage);
 			return -1;
 		}
 	} else {
-		if (optind != argc - 1) {
+		/* MOUNTPOINT, or SOURCE MOUNTPOINT as mount.fuse3 runs us (with
+		 * the -o options after them): SOURCE is the config file. */
+		if (optind != argc - 1 && optind != argc - 2) {
 			fputs(optind >= argc ? "skillfs: missing MOUNTPOINT\n"
 					     : "skillfs: too many arguments\n",
 			      stderr);
-			fputs(usage, stderr);
+			fprintf(stderr, usage, client_usage);
 			return -1;
 		}
+		if (optind == argc - 2) {
+			if (cli->config) {
+				fprintf(stderr, "skillfs: the config file is given twice (-c %s and "
+						"SOURCE %s)\n", cli->config, argv[optind]);
+				return -1;
+			}
+			cli->config = argv[optind++];
+		}
 		cli->mountpoint = argv[optind];
+		if (take_mount_options(cli) < 0)
+			return -1;
 	}
 	if (!cli->config && cli->dirs.n == 0 && !(cli->check && cli->state)) {
 		fprintf(stderr, "skillfs: give a config file (-c) or a skills directory (-s or -r)\n");
@@ -222,6 +270,10 @@ static int run_check(struct engine *e, bool claude)
 
 int main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "run") == 0)
+		return client_run(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "runs") == 0)
+		return client_runs(argc - 1, argv + 1);
 	struct cli cli = { 0 };
 	if (parse(argc, argv, &cli) < 0) {
 		cli_free(&cli);
@@ -280,7 +332,7 @@ int main(int argc, char **argv)
 			.mountpoint = mountpoint,
 			.foreground = cli.foreground,
 			.debug = cli.debug,
-			.fuse_opts = cli.fuse_opts.len ? cli.fuse_opts.data : NULL,
+			.fuse_opts = cli.mo.rest.len ? cli.mo.rest.data : NULL,
 			.state_path = state,
 			.listings = &listings,
 		};

@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include "mountinfo.h"
+#include "mountopts.h"
+#include "service.h"
 #include "nodes.h"
 #include "runs.h"
 #include "statelock.h"
@@ -95,6 +97,7 @@ struct mount {
 	volatile int stopping;
 	pthread_t loop_thread; /* the one in fuse_session_loop */
 	int loop_done;         /* atomic: the loop has returned */
+	int stop_told;         /* atomic: STOPPING=1 was sent (service.h) */
 
 	pthread_mutex_t wait_lock; /* guards waits, polls, next_key */
 	struct wait_req *waits;
@@ -1311,6 +1314,7 @@ static void *wake_main(void *arg)
  * its run stays resumable), and the loop is told to end. */
 static void begin_stop(struct mount *m)
 {
+	service_stopping(&m->stop_told);
 	m->stopping = 1;
 	runs_stop(m->runs);
 	fuse_session_exit(m->se);
@@ -1368,6 +1372,11 @@ static void *signal_main(void *arg)
 		int sig = sigtimedwait(&set, NULL, m->mount_id > 0 ? &tick : NULL);
 		if (sig == SIGUSR1)
 			return NULL; /* the loop ended on its own (unmounted) */
+		if (sig == SIGHUP) {
+			if (!m->stopping)
+				service_reload(m->engine);
+			continue;
+		}
 		if (sig > 0) {
 			begin_stop(m);
 			kick_loop(m, &set);
@@ -1385,37 +1394,14 @@ static void *signal_main(void *arg)
 }
 
 /* Whether the mount options opts (comma separated, or NULL) hold option
- * name, split and unescaped as libfuse does: a backslash takes the next
- * character as it is, or three octal digits as one byte. */
+ * name, split and unescaped as libfuse does. */
 static bool has_option(const char *opts, const char *name)
 {
-	for (const char *p = opts; p && *p;) {
-		char tok[64];
-		size_t len = 0;
-		bool over = false;
-		for (; *p && *p != ','; p++) {
-			char c = *p;
-			if (p[0] == '\\' && p[1]) {
-				p++;
-				if (p[0] >= '0' && p[0] <= '3' && p[1] >= '0' && p[1] <= '7' &&
-				    p[2] >= '0' && p[2] <= '7') {
-					c = (char)((p[0] - '0') * 64 + (p[1] - '0') * 8 + (p[2] - '0'));
-					p += 2;
-				} else {
-					c = *p;
-				}
-			}
-			if (len < sizeof tok - 1)
-				tok[len++] = c;
-			else
-				over = true;
-		}
-		tok[len] = '\0';
+	char tok[64];
+	bool over;
+	for (const char *p = opts; mountopts_next(&p, tok, sizeof tok, &over);)
 		if (!over && strcmp(tok, name) == 0)
 			return true;
-		if (*p == ',')
-			p++;
-	}
 	return false;
 }
 
@@ -1546,11 +1532,13 @@ int mount_run(struct engine *e, const struct mount_options *opt)
 		fuse_loop_cfg_set_idle_threads(loop, MOUNT_THREADS_MAX);
 		fuse_loop_cfg_set_clone_fd(loop, 0);
 		pthread_sigmask(SIG_UNBLOCK, &kickset, NULL);
+		service_ready_when_answering(opt->mountpoint);
 		status = fuse_session_loop_mt(m.se, loop) == 0 ? 0 : 1;
 		pthread_sigmask(SIG_BLOCK, &kickset, NULL);
 		fuse_loop_cfg_destroy(loop);
 	}
 	__atomic_store_n(&m.loop_done, 1, __ATOMIC_RELEASE);
+	service_stopping(&m.stop_told);
 	m.stopping = 1;
 	/* The signal thread goes first: seeing the mount gone, it would
 	 * begin a stop of the run manager that runs_detach_within frees. */

@@ -19,9 +19,12 @@ struct mount_options {
 				 * taken (one per opendir or rewinddir), for the stats */
 };
 
-/* Mounts, serves requests until unmounted or signalled (SIGINT, SIGTERM,
- * SIGHUP), then unmounts. Daemonises once the mount is ready unless
- * foreground. Returns a process exit status (0 on a clean unmount). */
+/* Mounts, serves requests until unmounted or signalled (SIGINT, SIGTERM),
+ * then unmounts; SIGHUP reloads the config file and the skills. Daemonises
+ * once the mount is ready unless foreground. With $NOTIFY_SOCKET set, tells
+ * the service manager READY=1 once the mount answers, RELOADING=1 and
+ * READY=1 around a SIGHUP reload, and STOPPING=1 (service.h). Returns a
+ * process exit status (0 on a clean unmount). */
 int mount_run(struct engine *e, const struct mount_options *opt);
 
 #endif

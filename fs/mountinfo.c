@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strlist.h"
+
 /* Unescapes a mountinfo field in place (\040 is a space, and so on). */
 static void mountinfo_unescape(char *s)
 {
@@ -22,25 +24,19 @@ static void mountinfo_unescape(char *s)
 	*o = '\0';
 }
 
-/* id > 0: whether mount id is in the table (1, or 0); id 0: the id of
- * the newest FUSE mount at dir, or 0. */
-static long mountinfo_find(long id, const char *dir)
+/* Each line of the table, split: its id, mount point (unescaped) and
+ * file system type; fn returns nonzero to stop. Returns -1 when the table
+ * cannot be read, else 0. */
+static int mountinfo_each(int (*fn)(void *ctx, long id, const char *dir, const char *type),
+			  void *ctx)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
-		return id > 0 ? 1 : 0; /* cannot tell: assume it is there */
+		return -1;
 	char *line = NULL;
 	size_t cap = 0;
-	long found = 0;
 	while (getline(&line, &cap, f) > 0) {
 		long mid = strtol(line, NULL, 10);
-		if (id > 0) {
-			if (mid == id) {
-				found = 1;
-				break;
-			}
-			continue;
-		}
 		/* id parent major:minor root mountpoint options ... - fstype ... */
 		char *save = NULL, *tok = strtok_r(line, " ", &save);
 		for (int i = 0; tok && i < 4; i++)
@@ -48,23 +44,73 @@ static long mountinfo_find(long id, const char *dir)
 		if (!tok)
 			continue;
 		mountinfo_unescape(tok);
-		if (strcmp(tok, dir) != 0)
-			continue;
 		char *sep = strstr(save ? save : "", " - ");
-		if (sep && strncmp(sep + 3, "fuse", 4) == 0 && mid > found)
-			found = mid;
+		char type[64] = "";
+		if (sep)
+			sscanf(sep + 3, "%63s", type);
+		if (fn(ctx, mid, tok, type))
+			break;
 	}
 	free(line);
 	fclose(f);
-	return found;
+	return 0;
+}
+
+struct find {
+	long id;         /* > 0: look for this id */
+	const char *dir; /* else: the newest FUSE mount at dir */
+	long found;
+};
+
+static int find_one(void *ctx, long id, const char *dir, const char *type)
+{
+	struct find *q = ctx;
+	if (q->id > 0) {
+		if (id == q->id)
+			q->found = 1;
+		return q->found != 0;
+	}
+	if (strcmp(dir, q->dir) == 0 && strncmp(type, "fuse", 4) == 0 && id > q->found)
+		q->found = id;
+	return 0;
 }
 
 long mountinfo_fuse_at(const char *dir)
 {
-	return dir ? mountinfo_find(0, dir) : 0;
+	struct find q = { 0, dir, 0 };
+	if (!dir || mountinfo_each(find_one, &q) < 0)
+		return 0;
+	return q.found;
 }
 
 bool mountinfo_has(long id)
 {
-	return id <= 0 || mountinfo_find(id, NULL) != 0;
+	struct find q = { id, NULL, 0 };
+	if (id <= 0 || mountinfo_each(find_one, &q) < 0)
+		return true; /* cannot tell: assume it is there */
+	return q.found != 0;
+}
+
+struct collect {
+	struct strlist *out;
+	bool oom;
+};
+
+static int add_skillfs(void *ctx, long id, const char *dir, const char *type)
+{
+	(void)id;
+	struct collect *c = ctx;
+	if (strcmp(type, "fuse.skillfs") == 0 && strlist_add(c->out, dir) < 0) {
+		c->oom = true;
+		return 1;
+	}
+	return 0;
+}
+
+int mountinfo_skillfs_mounts(struct strlist *out)
+{
+	struct collect c = { out, false };
+	if (mountinfo_each(add_skillfs, &c) < 0 || c.oom)
+		return -1;
+	return 0;
 }

@@ -206,3 +206,16 @@ run_tests() {
 	echo "$PASSES passed, $FAILS failed"
 	[ "$FAILS" -eq 0 ]
 }
+
+# help_options: every option `skillfs --help` documents, one per line: the
+# usage lines' [-x ...], `skillfs --x` and `| --x`, and the option table's
+# -x, --xxx (not options of other programs named in its prose, such as
+# `fusermount3 -u`).
+help_options() {
+	local help
+	help=$("$SKILLFS" --help) || return 1
+	{
+		grep -oE '(\[|\| |skillfs )--?[A-Za-z][A-Za-z-]*' <<<"$help" | sed -E 's/^(\[|\| |skillfs )//'
+		sed -nE 's/^ +(-[A-Za-z])?(, )?(--[a-z-]+)?( .*|$)/\1 \3/p' <<<"$help" | tr ' ' '\n'
+	} | grep -E '^--?[A-Za-z]' | sort -u
+}
