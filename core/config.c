@@ -434,22 +434,35 @@ static int add_source(struct config *c, char *abs, enum trust t, bool writable,
 	return 0;
 }
 
+/* Whether s is a pin as sources[].fingerprint takes it: "sha256:" and 64
+ * lower-case hex digits (what `skillfs fingerprint` prints). */
+static bool fingerprint_ok(const char *s)
+{
+	if (strncmp(s, "sha256:", 7) != 0 || strlen(s) != 7 + 64)
+		return false;
+	for (s += 7; *s; s++)
+		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+			return false;
+	return true;
+}
+
 static int parse_sources(struct ctx *x, const yaml_node_t *n)
 {
-	static const char *const names[] = {"path", "trust", "writable", "recursive"};
-	yaml_node_t *f[4];
+	static const char *const names[] = {"path", "trust", "writable", "recursive",
+					    "fingerprint"};
+	yaml_node_t *f[5];
 	char k[KEY_MAX], kk[KEY_MAX];
 	if (want_seq(x, n, "sources") < 0)
 		return -1;
 	for (size_t i = 0; i < seq_len(n); i++) {
 		yaml_node_t *item = seq_item(x, n, i);
-		const char *path;
+		const char *path, *pin = NULL;
 		enum trust t;
 		key_index(k, "sources", i);
 		if (!item)
 			return fail(x, n, k, "malformed list");
 		bool writable = false, recursive = false;
-		if (get_fields(x, item, k, names, 4, f) < 0)
+		if (get_fields(x, item, k, names, 5, f) < 0)
 			return -1;
 		if (!f[0])
 			return fail(x, item, key_join(kk, k, "path"), "missing");
@@ -461,8 +474,18 @@ static int parse_sources(struct ctx *x, const yaml_node_t *n)
 			return -1;
 		if (f[3] && get_bool(x, f[3], key_join(kk, k, "recursive"), &recursive) < 0)
 			return -1;
+		/* A pin that cannot be read is an error, never "no pin": the
+		 * source would load unchecked. */
+		if (f[4] && get_str(x, f[4], key_join(kk, k, "fingerprint"), false, &pin) < 0)
+			return -1;
+		if (pin && !fingerprint_ok(pin))
+			return fail(x, f[4], key_join(kk, k, "fingerprint"),
+				    "expected sha256: and 64 lower-case hex digits (as `skillfs "
+				    "fingerprint DIR` prints), got '%.80s'", pin);
 		char *abs = path_resolve(x->base_dir, path);
 		if (!abs || add_source(x->c, abs, t, writable, recursive) < 0)
+			return fail_oom(x);
+		if (pin && !(x->c->sources[x->c->nsources - 1].fingerprint = strdup(pin)))
 			return fail_oom(x);
 	}
 	return 0;
@@ -567,11 +590,11 @@ static int parse_trust_map(struct ctx *x, const yaml_node_t *n)
 static int parse_skills(struct ctx *x, const yaml_node_t *n)
 {
 	static const char *const names[] = {"maxBytes", "listingMaxBytes",
-		"execution_mode", "minTrustLevel", "disabled", "trust"};
-	yaml_node_t *f[6];
+		"execution_mode", "minTrustLevel", "disabled", "trust", "acknowledged"};
+	yaml_node_t *f[7];
 	struct config *c = x->c;
 	const char *s;
-	if (get_fields(x, n, "skills", names, 6, f) < 0)
+	if (get_fields(x, n, "skills", names, 7, f) < 0)
 		return -1;
 	if (get_budget(x, f[0], "skills.maxBytes", CONFIG_DEFAULT_MAX_BYTES,
 		       &c->max_bytes) < 0 ||
@@ -603,6 +626,8 @@ static int parse_skills(struct ctx *x, const yaml_node_t *n)
 	if (f[4] && parse_str_list(x, f[4], "skills.disabled", &c->disabled) < 0)
 		return -1;
 	if (f[5] && parse_trust_map(x, f[5]) < 0)
+		return -1;
+	if (f[6] && parse_str_list(x, f[6], "skills.acknowledged", &c->acknowledged) < 0)
 		return -1;
 	return 0;
 }
@@ -1118,9 +1143,22 @@ static int parse_attachments(struct ctx *x, const yaml_node_t *n, const char *ke
 	return 0;
 }
 
+/* configurations.<name>.tools: the ceiling, a list of allowed-tools items
+ * (an empty list allows no tool). What an item names is checked when it
+ * is applied (grants_cap): an unknown tool there only narrows. */
+static int parse_ceiling(struct ctx *x, const yaml_node_t *n, const char *key,
+			 struct configuration *cf)
+{
+	if (n->type != YAML_SEQUENCE_NODE)
+		return fail(x, n, key, "expected a list of tools (allowed-tools items such "
+			    "as read or \"Bash(git diff:*)\"), got %s", node_kind(n));
+	cf->has_ceiling = true;
+	return parse_str_list(x, n, key, &cf->ceiling);
+}
+
 static int parse_configurations(struct ctx *x, const yaml_node_t *n)
 {
-	static const char *const names[] = {"skills"};
+	static const char *const names[] = {"skills", "tools"};
 	const char *key = "configurations";
 	char k[KEY_MAX], kk[KEY_MAX];
 	struct config *c = x->c;
@@ -1129,7 +1167,7 @@ static int parse_configurations(struct ctx *x, const yaml_node_t *n)
 			    node_kind(n));
 	for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
 	     p < n->data.mapping.pairs.top; p++) {
-		yaml_node_t *kn = node_at(x, p->key), *vn = node_at(x, p->value), *f[1];
+		yaml_node_t *kn = node_at(x, p->key), *vn = node_at(x, p->value), *f[2];
 		const char *name;
 		if (!kn || !vn)
 			return fail(x, n, key, "malformed mapping");
@@ -1156,9 +1194,11 @@ static int parse_configurations(struct ctx *x, const yaml_node_t *n)
 		c->nconfigs++;
 		if (is_null(vn))
 			continue; /* a configuration with no skills */
-		if (get_fields(x, vn, k, names, 1, f) < 0)
+		if (get_fields(x, vn, k, names, 2, f) < 0)
 			return -1;
 		if (f[0] && parse_attachments(x, f[0], key_join(kk, k, "skills"), cf) < 0)
+			return -1;
+		if (f[1] && parse_ceiling(x, f[1], key_join(kk, k, "tools"), cf) < 0)
 			return -1;
 	}
 	return 0;
@@ -1166,15 +1206,28 @@ static int parse_configurations(struct ctx *x, const yaml_node_t *n)
 
 /* ---- the document ------------------------------------------------------ */
 
+/* audit: {keep: N}, the entries of the audit trail kept. */
+static int parse_audit(struct ctx *x, const yaml_node_t *n)
+{
+	static const char *const names[] = {"keep"};
+	yaml_node_t *f[1];
+	if (get_fields(x, n, "audit", names, 1, f) < 0)
+		return -1;
+	if (f[0] && get_long(x, f[0], "audit.keep", 1, CONFIG_AUDIT_KEEP_MAX,
+			     &x->c->audit_keep) < 0)
+		return -1;
+	return 0;
+}
+
 static int parse_root(struct ctx *x, const yaml_node_t *root)
 {
 	static const char *const names[] = {"sources", "skills", "tools", "model",
-		"runs", "state", "configurations"};
-	yaml_node_t *f[7];
+		"runs", "state", "configurations", "audit"};
+	yaml_node_t *f[8];
 	if (root->type != YAML_MAPPING_NODE)
 		return fail(x, root, NULL, "expected a mapping at the top level, got %s",
 			    node_kind(root));
-	if (get_fields(x, root, "", names, 7, f) < 0)
+	if (get_fields(x, root, "", names, 8, f) < 0)
 		return -1;
 	if ((f[0] && parse_sources(x, f[0]) < 0) ||
 	    (f[1] && parse_skills(x, f[1]) < 0) ||
@@ -1182,7 +1235,8 @@ static int parse_root(struct ctx *x, const yaml_node_t *root)
 	    (f[3] && parse_model(x, f[3]) < 0) ||
 	    (f[4] && parse_runs(x, f[4]) < 0) ||
 	    (f[5] && parse_state(x, f[5]) < 0) ||
-	    (f[6] && parse_configurations(x, f[6]) < 0))
+	    (f[6] && parse_configurations(x, f[6]) < 0) ||
+	    (f[7] && parse_audit(x, f[7]) < 0))
 		return -1;
 	return 0;
 }
@@ -1213,6 +1267,7 @@ static struct config *config_new(void)
 	c->workers = CONFIG_DEFAULT_WORKERS;
 	c->max_turns = CONFIG_DEFAULT_MAX_TURNS;
 	c->prompt_max_bytes = CONFIG_DEFAULT_PROMPT_MAX;
+	c->audit_keep = CONFIG_DEFAULT_AUDIT_KEEP;
 	c->budget = (struct run_budget){
 		.model_calls = CONFIG_DEFAULT_BUDGET_MODEL_CALLS,
 		.tool_calls_per_turn = CONFIG_DEFAULT_BUDGET_TOOL_CALLS_PER_TURN,
@@ -1536,6 +1591,11 @@ bool config_skill_disabled(const struct config *c, const char *skill)
 	return c && skill && strlist_has(&c->disabled, skill);
 }
 
+bool config_skill_acknowledged(const struct config *c, const char *skill)
+{
+	return c && skill && strlist_has(&c->acknowledged, skill);
+}
+
 bool config_tool_registered(const struct config *c, const char *tool)
 {
 	for (size_t i = 0; c && tool && i < c->registered_tools.n; i++)
@@ -1593,10 +1653,13 @@ void config_free(struct config *c)
 		return;
 	free(c->path);
 	free(c->base_dir);
-	for (size_t i = 0; i < c->nsources; i++)
+	for (size_t i = 0; i < c->nsources; i++) {
 		free(c->sources[i].path);
+		free(c->sources[i].fingerprint);
+	}
 	free(c->sources);
 	strlist_free(&c->disabled);
+	strlist_free(&c->acknowledged);
 	for (size_t i = 0; i < c->ntrust_overrides; i++)
 		free(c->trust_overrides[i].skill);
 	free(c->trust_overrides);
@@ -1623,6 +1686,7 @@ void config_free(struct config *c)
 			free(c->configs[i].att[j].name);
 		free(c->configs[i].att);
 		free(c->configs[i].name);
+		strlist_free(&c->configs[i].ceiling);
 	}
 	free(c->configs);
 	strlist_free(&c->warnings);
