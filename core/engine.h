@@ -124,6 +124,12 @@ char *engine_state_path(struct engine *e, const char *state_path);
 struct runs *engine_runs(struct engine *e);
 void engine_set_runs(struct engine *e, struct runs *r);
 
+/* What pinned sources held when they last matched (pins.h), for the
+ * warnings of those that do not match, from the next reload on (NULL:
+ * none). The engine keeps the pointer: h lives until it is set again or
+ * the engine is closed. */
+void engine_set_pin_history(struct engine *e, const struct pin_history *h);
+
 /* Stops the watcher and frees everything (the run manager must be stopped
  * first). */
 void engine_close(struct engine *e);

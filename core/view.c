@@ -26,6 +26,7 @@ static const char readme_text[] =
 	"                            it declares nothing, empty when it declares []\n"
 	"skills/<name>/mode          inline or subagent, why, and the sub-agent tools\n"
 	"skills/<name>/skill.json    everything parsed, trust, source, warnings, errors\n"
+	"skills/<name>/findings      injection findings: file:line: level: pattern: why\n"
 	"skills/<name>/files/        the skill's other files (owner-executable: 0555)\n"
 	"skills/<name>/sub-skills/   skills in its skills/ directory, same layout\n"
 	"configs/<cfg>/skills/<name>/\n"
@@ -297,6 +298,13 @@ static int resolve_skill(struct snapshot *s, struct node *n, const struct skill 
 		if (f[0] == 's')
 			return set_text(n, t->json, t->json_len, sk->st_mtim);
 		return set_text(n, t->mode, t->mode_len, sk->st_mtim);
+	}
+	if (ce && strcmp(f, "findings") == 0) {
+		if (scan_findings_text(ce->scan, &b) < 0) {
+			buf_free(&b);
+			return -ENOMEM;
+		}
+		return set_owned_text(n, &b, sk->st_mtim);
 	}
 	if (!ce && strcmp(f, "skill.json") == 0) {
 		json_t *j = skill_to_json(sk);
@@ -730,7 +738,7 @@ int view_readdir(struct snapshot *s, const char *path, struct view_dirent **ents
 		if (sk->allowed_tools.declared)
 			a |= add(&l, "allowed-tools", VIEW_FILE);
 		if (n.entry)
-			a |= add(&l, "mode", VIEW_FILE);
+			a |= add(&l, "mode", VIEW_FILE) | add(&l, "findings", VIEW_FILE);
 		if (sk->nsubs)
 			a |= add(&l, "sub-skills", VIEW_DIR);
 		break;

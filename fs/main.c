@@ -1,5 +1,6 @@
 /* skillfs: the command line. Parses arguments, opens the engine, and
- * either mounts or runs `skillfs check`. */
+ * either mounts or runs `skillfs check`; `skillfs fingerprint` prints a
+ * directory's digest. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "catalog.h"
 #include "check.h"
 #include "config.h"
 #include "engine.h"
@@ -19,6 +21,7 @@ static const char usage[] =
 	"usage: skillfs [-c CONFIG] [-s SKILLS_DIR]... [-r SKILLS_DIR]... [--state DB] [-f] [-d]\n"
 	"               [-o OPT,...] MOUNTPOINT\n"
 	"       skillfs check [-c CONFIG] [-s SKILLS_DIR]... [-r SKILLS_DIR]... [--state DB]\n"
+	"       skillfs fingerprint [-r] DIR\n"
 	"       skillfs --help | --version\n"
 	"\n"
 	"  -c, --config FILE    the instance config (YAML); without it every -s\n"
@@ -39,7 +42,10 @@ static const char usage[] =
 	"resolution; it exits 1 when the config or an attached skill is invalid.\n"
 	"With --state DB it verifies that run database (integrity, schema version,\n"
 	"the runs a mount would take up again) without changing it; it exits 1\n"
-	"when the database is damaged or cannot be used.\n";
+	"when the database is damaged or cannot be used.\n"
+	"`skillfs fingerprint DIR` prints the digest of the files of DIR's skills\n"
+	"(-r: of the skills at any depth below it, as a recursive source) as\n"
+	"sha256:HEX, the value of sources[].fingerprint that pins DIR to them.\n";
 
 struct cli {
 	const char *config;
@@ -206,9 +212,37 @@ static int run_check(struct engine *e)
 	return print_report(&out, errors);
 }
 
+/* skillfs fingerprint [-r] DIR: 0 and the digest on stdout; 1 when a
+ * file could not be read (the digest printed would never match) or DIR
+ * cannot be read; 2 for a usage error. */
+static int run_fingerprint(int argc, char **argv)
+{
+	bool recursive = false;
+	int i = 2;
+	if (i < argc && (strcmp(argv[i], "-r") == 0 || strcmp(argv[i], "--recursive") == 0)) {
+		recursive = true;
+		i++;
+	}
+	if (i != argc - 1) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	char digest[FP_TEXT_SIZE], *err = NULL;
+	int rc = catalog_fingerprint(argv[i], recursive, NULL, digest, &err);
+	if (rc >= 0)
+		printf("%s\n", digest);
+	if (rc != 0)
+		fprintf(stderr, "skillfs fingerprint: %s%s\n", rc > 0 ? "not every file could be "
+				"read, so this digest will not match: " : "", err ? err : "out of memory");
+	free(err);
+	return rc == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli cli = { 0 };
+	if (argc > 1 && strcmp(argv[1], "fingerprint") == 0)
+		return run_fingerprint(argc, argv);
 	if (parse(argc, argv, &cli) < 0) {
 		cli_free(&cli);
 		return 2;
