@@ -69,6 +69,8 @@ struct engine {
 	uint64_t resolutions_built;
 	struct runs *runs;        /* attached by runs_attach, or NULL */
 	const struct pin_history *pin_history; /* engine_set_pin_history, or NULL */
+	engine_reload_fn reload_hook;  /* engine_set_reload_hook, or NULL */
+	void *reload_ctx;
 
 	/* watcher */
 	int inotify_fd;
@@ -344,6 +346,9 @@ int engine_reload(struct engine *e, bool config_changed, const struct strlist *d
 		__atomic_add_fetch(&now->refs, 1, __ATOMIC_ACQ_REL);
 		pthread_mutex_unlock(&e->lock);
 		snapshot_unref(prev);
+		/* In the order the snapshots were made (the audit trail). */
+		if (e->reload_hook)
+			e->reload_hook(e->reload_ctx, old, now);
 	}
 	pthread_mutex_unlock(&e->reload_lock);
 	if (own_sc)
@@ -1092,6 +1097,14 @@ char *engine_state_path(struct engine *e, const char *state_path)
 struct runs *engine_runs(struct engine *e)
 {
 	return e->runs;
+}
+
+void engine_set_reload_hook(struct engine *e, engine_reload_fn fn, void *ctx)
+{
+	pthread_mutex_lock(&e->reload_lock);
+	e->reload_hook = fn;
+	e->reload_ctx = ctx;
+	pthread_mutex_unlock(&e->reload_lock);
 }
 
 void engine_set_pin_history(struct engine *e, const struct pin_history *h)

@@ -203,12 +203,23 @@ static int run_state_check(const char *path)
 	return print_report(&out, statecheck_report(path, &out));
 }
 
-static int run_check(struct engine *e)
+static int run_check(struct engine *e, const char *state)
 {
+	/* A pinned source that does not match is compared with what the
+	 * state database recorded when it last matched (read-only). */
+	char *path = engine_state_path(e, state);
+	struct statecheck_pins *pins = statecheck_pins_open(path);
+	free(path);
+	if (pins) {
+		engine_set_pin_history(e, statecheck_pins(pins));
+		engine_reload(e, false, NULL);
+	}
 	struct snapshot *s = engine_snapshot(e);
 	struct buf out = { 0 };
 	int errors = check_report(snapshot_config(s), s->catalog, s->config_error, &out);
 	snapshot_unref(s);
+	engine_set_pin_history(e, NULL);
+	statecheck_pins_close(pins);
 	return print_report(&out, errors);
 }
 
@@ -276,7 +287,7 @@ int main(int argc, char **argv)
 	int status;
 	char *mountpoint = NULL, *state = NULL;
 	if (cli.check) {
-		status = run_check(e);
+		status = run_check(e, cli.state);
 		if (cli.state) {
 			int st = run_state_check(cli.state);
 			status = st > status ? st : status;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The walk: the files found so far and what went wrong. */
@@ -143,6 +144,12 @@ static int reuse(struct scan_file *f, const struct skill_scan *prev, const struc
 	const struct scan_file *p = scan_find(prev, f->path);
 	if (!p || !same_identity(p, st))
 		return 0;
+	/* Changed close to when prev read it: maybe again within the same
+	 * tick, after it was read. */
+	int64_t changed = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+	int64_t read_at = (int64_t)prev->made.tv_sec * 1000000000 + prev->made.tv_nsec;
+	if (changed >= read_at - SCAN_RACY_NS)
+		return 0;
 	memcpy(f->sha, p->sha, FP_SIZE);
 	f->scanned = p->scanned;
 	f->more = p->more;
@@ -224,6 +231,7 @@ struct skill_scan *scan_dir(const char *dir, const struct skill_scan *prev,
 	if (!s)
 		return NULL;
 	s->refs = 1;
+	clock_gettime(CLOCK_REALTIME, &s->made);
 	walk_dir(&w, "", 0);
 	for (size_t i = 0; i < w.n && !w.oom; i++) {
 		int rc = read_file(&w, &w.files[i], prev, rules);

@@ -4,7 +4,10 @@
  * when a skill is (re)loaded and reuses what an earlier scan of the same
  * directory found for every file whose identity (device, inode, size,
  * mtime, ctime) did not change, so its cost follows the files that
- * changed. Immutable once made, reference counted.
+ * changed; a file changed within SCAN_RACY_NS before that scan began is
+ * read again (two writes within one tick of the file system's clock leave
+ * the same identity, as git's "racily clean" entries). Immutable once
+ * made, reference counted.
  *
  * The files of a skill are the regular files below its directory, at any
  * depth (64 at most), hidden ones included, sub-skills' too, as the gate
@@ -27,6 +30,7 @@
 #define SCAN_FILES_MAX 20000            /* files of one skill */
 #define SCAN_DEPTH_MAX 64               /* directory levels below it */
 #define SCAN_TEXT_MAX (4L * 1024 * 1024) /* bytes of a file scanned */
+#define SCAN_RACY_NS 1000000000L          /* see above: one second */
 
 struct scan_file {
 	char *path;                  /* relative to the skill's directory */
@@ -50,6 +54,7 @@ struct skill_scan {
 	                                file (one could not be read, a bound
 	                                was reached), or NULL */
 	size_t nhigh, nlow;          /* findings of each level, all files */
+	struct timespec made;        /* when the walk began (CLOCK_REALTIME) */
 };
 
 /* Scans directory dir with the compiled table rules, reusing what prev (a
