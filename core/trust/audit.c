@@ -45,6 +45,13 @@ static json_t *pin_state(const struct source_pin *p)
 			 "matched", p->matched, "message", str_or_null(p->message));
 }
 
+/* Member k of o, null when absent (for json_pack's "O"). */
+static json_t *get(const json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	return v ? v : json_null();
+}
+
 static const char *get_str(const json_t *o, const char *k)
 {
 	return json_string_value(json_object_get(o, k));
@@ -63,27 +70,27 @@ static int add(json_t *events, json_t *e)
 
 static int skill_diff(const char *name, const json_t *was, const json_t *now, json_t *events)
 {
-	bool valid_was = json_is_true(json_object_get(was, "valid"));
-	bool valid_now = json_is_true(json_object_get(now, "valid"));
+	bool valid_was = json_is_true(get(was, "valid"));
+	bool valid_now = json_is_true(get(now, "valid"));
 	int rc = 0;
 	if (!was) {
 		rc = add(events, json_pack("{s:s, s:s, s:O, s:O, s:b}", "event", "skill_added",
-					   "skill", name, "source", json_object_get(now, "source"),
-					   "digest", json_object_get(now, "digest"), "valid",
+					   "skill", name, "source", get(now, "source"),
+					   "digest", get(now, "digest"), "valid",
 					   valid_now));
 	} else if (!now) {
 		return add(events, json_pack("{s:s, s:s, s:O, s:O}", "event", "skill_removed",
-					     "skill", name, "source", json_object_get(was, "source"),
-					     "digest", json_object_get(was, "digest")));
+					     "skill", name, "source", get(was, "source"),
+					     "digest", get(was, "digest")));
 	} else if (!same_str(was, now, "digest") || !same_str(was, now, "source")) {
 		rc = add(events, json_pack("{s:s, s:s, s:O, s:O, s:O}", "event", "skill_changed",
-					   "skill", name, "source", json_object_get(now, "source"),
-					   "old_digest", json_object_get(was, "digest"), "new_digest",
-					   json_object_get(now, "digest")));
+					   "skill", name, "source", get(now, "source"),
+					   "old_digest", get(was, "digest"), "new_digest",
+					   get(now, "digest")));
 	}
 	if (rc == 0 && !valid_now && (!was || valid_was))
 		rc = add(events, json_pack("{s:s, s:s, s:O}", "event", "skill_invalid", "skill",
-					   name, "reason", json_object_get(now, "error")));
+					   name, "reason", get(now, "error")));
 	else if (rc == 0 && was && valid_now && !valid_was)
 		rc = add(events, json_pack("{s:s, s:s}", "event", "skill_valid", "skill", name));
 	return rc;
@@ -94,19 +101,19 @@ static int source_diff(const char *path, const json_t *was, const json_t *now, j
 	if (!now)
 		return add(events, json_pack("{s:s, s:s, s:O}", "event", "source_unpinned",
 					     "source", path, "expected",
-					     json_object_get(was, "expected")));
-	bool matched = json_is_true(json_object_get(now, "matched"));
-	if (was && json_is_true(json_object_get(was, "matched")) == matched &&
+					     get(was, "expected")));
+	bool matched = json_is_true(get(now, "matched"));
+	if (was && json_is_true(get(was, "matched")) == matched &&
 	    same_str(was, now, "actual") && same_str(was, now, "expected"))
 		return 0;
 	if (matched)
 		return add(events, json_pack("{s:s, s:s, s:O}", "event", "source_pin_matched",
 					     "source", path, "digest",
-					     json_object_get(now, "actual")));
+					     get(now, "actual")));
 	return add(events, json_pack("{s:s, s:s, s:O, s:O, s:O}", "event", "source_pin_mismatch",
-				     "source", path, "expected", json_object_get(now, "expected"),
-				     "actual", json_object_get(now, "actual"), "reason",
-				     json_object_get(now, "message")));
+				     "source", path, "expected", get(now, "expected"),
+				     "actual", get(now, "actual"), "reason",
+				     get(now, "message")));
 }
 
 int audit_diff(const char *key, const json_t *was, const json_t *now, json_t *events)
