@@ -1578,6 +1578,13 @@ static struct resolution *resolve_capped(struct fx *f, const char *fm,
 	return fx_resolve(f, NULL, 0);
 }
 
+static void capped_free(struct fx *f, struct resolution *r)
+{
+	resolution_free(r);
+	strlist_free(&f->conf.ceiling);
+	fx_free(f);
+}
+
 /* Every policy (all, [], a list, invalid: D1) against ceilings of plain
  * tools and of patterns, each combination of plain and patterned on the
  * two sides, and ceiling items that allow nothing. */
@@ -1641,9 +1648,7 @@ static void test_ceiling_caps_every_policy_and_pattern(void **st)
 			assert_false(grants_permits(&r->grants, "bash", "git diff"));
 		if (!strstr(c->allowed, "read"))
 			assert_false(grants_has(&r->grants, "read"));
-		resolution_free(r);
-		strlist_free(&f.conf.ceiling);
-		fx_free(&f);
+		capped_free(&f, r);
 	}
 }
 
@@ -1680,9 +1685,7 @@ static void test_ceiling_records_what_it_removed(void **st)
 	assert_string_equal(json_string_value(json_object_get(json_array_get(removed, 1), "item")),
 			    "write");
 	json_decref(j);
-	resolution_free(r);
-	strlist_free(&f.conf.ceiling);
-	fx_free(&f);
+	capped_free(&f, r);
 }
 
 /* R6/R7 unchanged: the stored list is the capped one (round trip, the
@@ -1716,9 +1719,7 @@ static void test_ceiling_stored_list_round_trip_and_R7(void **st)
 	json_decref(j2);
 	free(text);
 	free(text2);
-	resolution_free(r);
-	strlist_free(&f.conf.ceiling);
-	fx_free(&f);
+	capped_free(&f, r);
 }
 
 /* grants_cap alone (the call a rendering of the list makes): g is left

@@ -1683,20 +1683,25 @@ static void test_messages_json_size_equals_its_rendering(void **state)
 /* A database of schema 7 gets the sizes' column; its messages have none,
  * so the size says it must be rendered (-EAGAIN) until the chat has only
  * messages stored since, and what is rendered is unchanged. */
+/* What schema versions 2 to 7 added to version 1 (the tables as they
+ * were then, without data), for the migration tests from 7 and 8. */
+static const char v2_to_v7[] =
+	"ALTER TABLE runs ADD COLUMN allowed_tools TEXT;"
+	"ALTER TABLE chats ADD COLUMN tools TEXT;"
+	"ALTER TABLE runs ADD COLUMN owner_uid INTEGER;"
+	"ALTER TABLE runs ADD COLUMN owner_gid INTEGER;"
+	"ALTER TABLE runs ADD COLUMN workdir TEXT;"
+	"CREATE TABLE step_starts (run_id TEXT NOT NULL REFERENCES runs(id) "
+	" ON DELETE CASCADE, chat_id TEXT NOT NULL, msg_seq INTEGER NOT NULL,"
+	" call INTEGER NOT NULL, what TEXT NOT NULL, ts INTEGER NOT NULL,"
+	" PRIMARY KEY (run_id, chat_id, msg_seq, call)) WITHOUT ROWID;";
+
 static void test_v7_database_migrates_and_old_messages_are_rendered(void **state)
 {
 	struct fx *f = *state;
 	raw_exec(f->db, v1_schema);
+	raw_exec(f->db, v2_to_v7);
 	raw_exec(f->db,
-		"ALTER TABLE runs ADD COLUMN allowed_tools TEXT;"
-		"ALTER TABLE chats ADD COLUMN tools TEXT;"
-		"ALTER TABLE runs ADD COLUMN owner_uid INTEGER;"
-		"ALTER TABLE runs ADD COLUMN owner_gid INTEGER;"
-		"ALTER TABLE runs ADD COLUMN workdir TEXT;"
-		"CREATE TABLE step_starts (run_id TEXT NOT NULL REFERENCES runs(id) "
-		" ON DELETE CASCADE, chat_id TEXT NOT NULL, msg_seq INTEGER NOT NULL,"
-		" call INTEGER NOT NULL, what TEXT NOT NULL, ts INTEGER NOT NULL,"
-		" PRIMARY KEY (run_id, chat_id, msg_seq, call)) WITHOUT ROWID;"
 		"INSERT INTO runs (id, config, forced_skills, state, chat_id, created_at,"
 		" updated_at) VALUES ('old', 'default', '[]', 'running', 'main', 100, 100);"
 		"INSERT INTO messages (run_id, chat_id, seq, role, json, ts) VALUES"
@@ -1734,16 +1739,8 @@ static void test_v8_database_migrates_with_no_provenance_and_no_audit(void **sta
 {
 	struct fx *f = *state;
 	raw_exec(f->db, v1_schema);
+	raw_exec(f->db, v2_to_v7);
 	raw_exec(f->db,
-		"ALTER TABLE runs ADD COLUMN allowed_tools TEXT;"
-		"ALTER TABLE chats ADD COLUMN tools TEXT;"
-		"ALTER TABLE runs ADD COLUMN owner_uid INTEGER;"
-		"ALTER TABLE runs ADD COLUMN owner_gid INTEGER;"
-		"ALTER TABLE runs ADD COLUMN workdir TEXT;"
-		"CREATE TABLE step_starts (run_id TEXT NOT NULL REFERENCES runs(id) "
-		" ON DELETE CASCADE, chat_id TEXT NOT NULL, msg_seq INTEGER NOT NULL,"
-		" call INTEGER NOT NULL, what TEXT NOT NULL, ts INTEGER NOT NULL,"
-		" PRIMARY KEY (run_id, chat_id, msg_seq, call)) WITHOUT ROWID;"
 		"ALTER TABLE messages ADD COLUMN rendered_bytes INTEGER;"
 		"INSERT INTO runs (id, seq, config, prompt, forced_skills, state, allowed_tools,"
 		" created_at, updated_at) VALUES ('old', 1, 'default', 'p', '[]', 'queued',"
