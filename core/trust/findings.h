@@ -29,6 +29,7 @@ struct findings_rules;
  * compile (a mistake in the table: *err says which; caller frees; NULL on
  * ENOMEM). */
 struct findings_rules *findings_rules_new(char **err);
+/* Frees the compiled table. NULL is ignored. */
 void findings_rules_free(struct findings_rules *r);
 
 /* How many entries the table has. */

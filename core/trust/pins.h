@@ -70,7 +70,9 @@ struct source_pin *pin_check(const struct source *src, size_t si, const struct p
 int pin_digest(const struct pin_part *parts, size_t n, char out[FP_TEXT_SIZE],
 	       struct strlist *lines, bool *complete);
 
+/* Takes a reference and returns p (NULL passes). */
 struct source_pin *pin_ref(struct source_pin *p);
+/* Drops one; the last frees p and the scans it holds. NULL is ignored. */
 void pin_unref(struct source_pin *p);
 
 #endif
