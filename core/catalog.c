@@ -16,6 +16,7 @@
 /* A skill found while scanning, before duplicates are settled. */
 struct found {
 	struct skill *skill;
+	struct skill_scan *scan; /* its files (may be NULL) */
 	size_t source;
 	size_t order; /* scan order, to keep the first of equal names */
 };
@@ -25,7 +26,8 @@ struct found_list {
 	size_t n, cap;
 };
 
-static int found_add(struct found_list *l, struct skill *s, size_t source)
+static int found_add(struct found_list *l, struct skill *s, struct skill_scan *scan,
+		     size_t source)
 {
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 64;
@@ -35,22 +37,23 @@ static int found_add(struct found_list *l, struct skill *s, size_t source)
 		l->items = p;
 		l->cap = cap;
 	}
-	l->items[l->n] = (struct found){ s, source, l->n };
+	l->items[l->n] = (struct found){ s, scan, source, l->n };
 	l->n++;
 	return 0;
 }
 
-/* Adds s (taken) to out, unless its name cannot be listed (a directory
- * name the skill fell back to): then it is dropped with a warning naming
- * its directory in src. Returns 0 or -1 on ENOMEM. */
-static int found_add_listable(struct found_list *out, struct skill *s, size_t source,
-			      const struct source *src, struct strlist *warnings)
+/* Adds s and its scan (both taken) to out, unless its name cannot be
+ * listed (a directory name the skill fell back to): then it is dropped
+ * with a warning naming its directory in src. Returns 0 or -1 on ENOMEM. */
+static int found_add_listable(struct found_list *out, struct skill *s, struct skill_scan *scan,
+			      size_t source, const struct source *src, struct strlist *warnings)
 {
 	const char *why = skill_name_unusable(s->name);
 	if (!why) {
-		if (found_add(out, s, source) == 0)
+		if (found_add(out, s, scan, source) == 0)
 			return 0;
 		skill_unref(s);
+		scan_unref(scan);
 		return -1;
 	}
 	char *q = skill_quote(s->dir_name);
@@ -60,6 +63,7 @@ static int found_add_listable(struct found_list *out, struct skill *s, size_t so
 		   : -1;
 	free(q);
 	skill_unref(s);
+	scan_unref(scan);
 	return rc;
 }
 
@@ -72,11 +76,23 @@ static int cmp_found(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
+const struct skill *catalog_entry_loaded(const struct catalog_entry *e)
+{
+	return e->loaded ? e->loaded : e->skill;
+}
+
+/* The directory of entry e's skill ("" when it has none). */
+static const char *entry_dir(const struct catalog_entry *e)
+{
+	const char *d = catalog_entry_loaded(e)->dir;
+	return d ? d : "";
+}
+
 static int cmp_entry_dir(const void *a, const void *b)
 {
 	const struct catalog_entry *x = *(const struct catalog_entry *const *)a;
 	const struct catalog_entry *y = *(const struct catalog_entry *const *)b;
-	return strcmp(x->skill->dir, y->skill->dir);
+	return strcmp(entry_dir(x), entry_dir(y));
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -90,22 +106,15 @@ struct reuse_index {
 	size_t n;
 };
 
-static struct skill *reuse_lookup(const struct reuse_index *ri, const char *dir,
-				  const struct stat *st, const struct strlist *dirty)
+/* The previous catalogue's entry of the skill in dir, or NULL. */
+static const struct catalog_entry *reuse_entry(const struct reuse_index *ri, const char *dir)
 {
-	if (!ri->n)
-		return NULL;
-	if (dirty && dirty->n &&
-	    bsearch(&dir, dirty->items, dirty->n, sizeof(char *), cmp_str))
-		return NULL;
 	size_t lo = 0, hi = ri->n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(dir, ri->by_dir[mid]->skill->dir);
-		if (c == 0) {
-			struct skill *s = ri->by_dir[mid]->skill;
-			return skill_same_file(s, st) ? skill_ref(s) : NULL;
-		}
+		int c = strcmp(dir, entry_dir(ri->by_dir[mid]));
+		if (c == 0)
+			return ri->by_dir[mid];
 		if (c < 0)
 			hi = mid;
 		else
@@ -114,16 +123,31 @@ static struct skill *reuse_lookup(const struct reuse_index *ri, const char *dir,
 	return NULL;
 }
 
-/* The skill in dir, loaded or reused from the previous catalogue: 0 with
- * *out set (NULL when dir holds no SKILL.md: not a skill), or -1 on
- * ENOMEM. */
+/* The skill the previous entry pe loaded from dir, when its SKILL.md is
+ * still st and dir had no other change (a reference), else NULL. */
+static struct skill *reuse_lookup(const struct catalog_entry *pe, const char *dir,
+				  const struct stat *st, const struct strlist *dirty)
+{
+	if (!pe || (dirty && dirty->n &&
+		    bsearch(&dir, dirty->items, dirty->n, sizeof(char *), cmp_str)))
+		return NULL;
+	struct skill *s = pe->loaded ? pe->loaded : pe->skill;
+	return skill_same_file(s, st) ? skill_ref(s) : NULL;
+}
+
+/* The skill in dir, loaded or reused from the previous catalogue, with the
+ * scan of its files (reused with it, else made anew, reusing what is
+ * unchanged): 0 with *out and *scan set (both NULL when dir holds no
+ * SKILL.md: not a skill), or -1 on ENOMEM. */
 static int load_skill_dir(const char *dir, const struct reuse_index *ri,
 			  const struct skill_limits *lim, const struct strlist *dirty,
-			  struct skill **out)
+			  const struct findings_rules *rules, struct skill **out,
+			  struct skill_scan **scan)
 {
 	char path[PATH_MAX];
 	struct stat st;
 	*out = NULL;
+	*scan = NULL;
 	if (snprintf(path, sizeof path, "%s/SKILL.md", dir) >= (int)sizeof path)
 		return 0;
 	/* A SKILL.md that cannot be read, or that is a symbolic link (not
@@ -134,11 +158,18 @@ static int load_skill_dir(const char *dir, const struct reuse_index *ri,
 		return 0;
 	if (seen && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
 		return 0;
-	struct skill *s = seen && S_ISREG(st.st_mode) ? reuse_lookup(ri, dir, &st, dirty) : NULL;
-	if (!s)
+	const struct catalog_entry *pe = ri->n ? reuse_entry(ri, dir) : NULL;
+	struct skill *s = seen && S_ISREG(st.st_mode) ? reuse_lookup(pe, dir, &st, dirty) : NULL;
+	if (s && pe->scan)
+		*scan = scan_ref(pe->scan);
+	else if (!s)
 		s = skill_load(dir, lim);
-	if (!s)
+	if (s && !*scan)
+		*scan = scan_dir(dir, pe ? pe->scan : NULL, rules);
+	if (!s || !*scan) {
+		skill_unref(s);
 		return -1;
+	}
 	*out = s;
 	return 0;
 }
@@ -156,7 +187,9 @@ struct load_job {
 	const struct reuse_index *ri;
 	const struct skill_limits *lim;
 	const struct strlist *dirty;
+	const struct findings_rules *rules;
 	struct skill **skills; /* one per name, NULL: not a skill */
+	struct skill_scan **scans; /* one per name, with its skill */
 	size_t next;           /* the next name to load (atomic) */
 	int failed;            /* ENOMEM somewhere (atomic) */
 };
@@ -174,7 +207,8 @@ static void *load_worker(void *arg)
 			    (int)sizeof path ||
 		    stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
 			continue;
-		if (load_skill_dir(path, j->ri, j->lim, j->dirty, &j->skills[i]) < 0)
+		if (load_skill_dir(path, j->ri, j->lim, j->dirty, j->rules, &j->skills[i],
+				   &j->scans[i]) < 0)
 			__atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
 	}
 	return NULL;
@@ -213,10 +247,51 @@ static int warn_no_skills(const struct source *src, struct strlist *warnings)
 	return strlist_add_owned(warnings, hint);
 }
 
-static int scan_source(const struct source *src, size_t source, const struct reuse_index *ri,
-		       const struct skill_limits *lim, const struct strlist *dirty,
-		       struct found_list *out, struct strlist *warnings)
+/* What a catalogue build shares with each source's scan. */
+struct build {
+	const struct config *c;
+	const struct catalog *prev;
+	const struct reuse_index *ri;
+	const struct skill_limits *lim;
+	const struct strlist *dirty;
+	const struct findings_rules *rules;
+	const struct pin_history *hist;
+	struct catalog *cat;
+	struct found_list *found;
+};
+
+/* For a pinned source: its pin's state (cat->pins[si]) from its skills,
+ * each named by its directory relative to the source (names; NULL: the
+ * source is the one skill). */
+static int check_pin(struct build *b, size_t si, const struct strlist *names,
+		     struct skill_scan *const *scans, struct skill *const *skills, size_t n)
 {
+	const struct source *src = &b->c->sources[si];
+	if (!src->fingerprint)
+		return 0;
+	struct pin_part *parts = calloc(n ? n : 1, sizeof *parts);
+	if (!parts)
+		return -1;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (skills[i])
+			parts[k++] = (struct pin_part){ scans[i], names ? names->items[i] : "" };
+	struct source_pin *prev = b->prev && si < b->prev->npins ? b->prev->pins[si] : NULL;
+	b->cat->pins[si] = pin_check(src, si, parts, k, prev, b->hist);
+	free(parts);
+	if (!b->cat->pins[si])
+		return -1;
+	if (!b->cat->pins[si]->matched &&
+	    strlist_add(&b->cat->warnings, b->cat->pins[si]->message) < 0)
+		return -1;
+	return 0;
+}
+
+static int scan_source(struct build *b, size_t source)
+{
+	const struct source *src = &b->c->sources[source];
+	struct found_list *out = b->found;
+	struct strlist *warnings = &b->cat->warnings;
 	char path[PATH_MAX];
 	struct stat st;
 	if (snprintf(path, sizeof path, "%s/SKILL.md", src->path) < (int)sizeof path &&
@@ -224,14 +299,23 @@ static int scan_source(const struct source *src, size_t source, const struct reu
 		/* A source that is one skill (a symbolic link: an invalid
 		 * one, as in load_skill_dir). */
 		struct skill *sk;
-		if (load_skill_dir(src->path, ri, lim, dirty, &sk) < 0)
+		struct skill_scan *scan;
+		if (load_skill_dir(src->path, b->ri, b->lim, b->dirty, b->rules, &sk, &scan) < 0)
 			return -1;
-		return sk ? found_add_listable(out, sk, source, src, warnings) : 0;
+		if (sk && check_pin(b, source, NULL, &scan, &sk, 1) < 0) {
+			skill_unref(sk);
+			scan_unref(scan);
+			return -1;
+		}
+		return sk ? found_add_listable(out, sk, scan, source, src, warnings) : 0;
 	}
 
 	DIR *d = opendir(src->path);
-	if (!d)
+	if (!d) {
+		/* A pinned source that cannot be read holds no skill to fail;
+		 * its warning says why. */
 		return strlist_addf(warnings, "source %s: %s", src->path, strerror(errno));
+	}
 	struct strlist names = { 0 };
 	int rc = 0;
 	if (src->recursive) {
@@ -271,23 +355,32 @@ static int scan_source(const struct source *src, size_t source, const struct reu
 		closedir(d);
 		strlist_sort(&names);
 	}
-	struct load_job job = { .root = src->path, .names = &names, .ri = ri, .lim = lim,
-				.dirty = dirty };
-	if (rc == 0 && names.n && !(job.skills = calloc(names.n, sizeof *job.skills)))
+	struct load_job job = { .root = src->path, .names = &names, .ri = b->ri, .lim = b->lim,
+				.dirty = b->dirty, .rules = b->rules };
+	if (rc == 0 && names.n && (!(job.skills = calloc(names.n, sizeof *job.skills)) ||
+				   !(job.scans = calloc(names.n, sizeof *job.scans))))
 		rc = -1;
 	if (rc == 0 && names.n)
 		rc = load_all(&job);
+	/* Every skill found in the source counts for its pin, also one
+	 * left out below for its name. */
+	if (rc == 0)
+		rc = check_pin(b, source, &names, job.scans, job.skills, names.n);
 	size_t nskills = 0;
 	for (size_t i = 0; job.skills && i < names.n; i++) {
 		if (!job.skills[i])
 			continue;
 		nskills++;
-		if (rc == 0)
-			rc = found_add_listable(out, job.skills[i], source, src, warnings);
-		else
+		if (rc == 0) {
+			rc = found_add_listable(out, job.skills[i], job.scans[i], source, src,
+						warnings);
+		} else {
 			skill_unref(job.skills[i]);
+			scan_unref(job.scans[i]);
+		}
 	}
 	free(job.skills);
+	free(job.scans);
 	strlist_free(&names);
 	if (rc == 0 && nskills == 0)
 		rc = warn_no_skills(src, warnings);
@@ -386,18 +479,113 @@ static bool listed_before(const struct config *c, size_t i)
 	return false;
 }
 
+/* At most this many findings of a skill are repeated in its warnings. */
+#define FINDING_WARNINGS_MAX 5
+
+/* The warnings for e's findings (and unread files) other than the one
+ * that makes it invalid. */
+static int finding_warnings(struct catalog_entry *e, bool acknowledged)
+{
+	const struct skill_scan *sc = e->scan;
+	size_t shown = 0, left = 0;
+	int rc = sc && sc->error ? strlist_addf(&e->warnings, "its files could not all be read "
+						 "(digest and findings leave them out): %s",
+						 sc->error)
+				 : 0;
+	for (size_t i = 0; sc && i < sc->n && rc == 0; i++) {
+		const struct scan_file *f = &sc->files[i];
+		left += f->more;
+		for (size_t k = 0; k < f->nfindings && rc == 0; k++) {
+			unsigned r = f->findings[k].rule;
+			bool high = findings_rule_level(r) == FINDING_HIGH;
+			if (high && !acknowledged)
+				continue; /* the skill's error says it */
+			if (shown == FINDING_WARNINGS_MAX) {
+				left++;
+				continue;
+			}
+			shown++;
+			rc = strlist_addf(&e->warnings, "injection finding (%s%s): %s:%u: %s: %s",
+					  high ? "high" : "low", high ? ", acknowledged" : "", f->path,
+					  f->findings[k].line, findings_rule_id(r),
+					  findings_rule_reason(r));
+		}
+	}
+	if (rc == 0 && left)
+		rc = strlist_addf(&e->warnings, "%zu more injection findings: see skills/%s/findings",
+				  left, e->skill->name);
+	return rc;
+}
+
+/* Serves e's skill invalid (an invalid copy, reused from the previous
+ * catalogue when it was made for the same reason) while its pinned source
+ * does not match or its files hold a high finding not acknowledged, and
+ * adds the findings' warnings. */
+static int gate_entry(struct build *b, struct catalog_entry *e)
+{
+	const char *name = e->skill->name;
+	const struct source_pin *pin = e->source < b->cat->npins ? b->cat->pins[e->source] : NULL;
+	bool ack = config_skill_acknowledged(b->c, name);
+	char first[512];
+	char *why = NULL;
+	if (finding_warnings(e, ack) < 0)
+		return -1;
+	if (pin && !pin->matched) {
+		why = strdup(pin->message);
+	} else if (e->scan && e->scan->nhigh && !ack && scan_first_high(e->scan, first, sizeof first)) {
+		if (asprintf(&why, "injection finding (high): %s; the skill is invalid until "
+			     "skills.acknowledged names it (every finding: skills/%s/findings)",
+			     first, name) < 0)
+			why = NULL;
+	} else {
+		return 0;
+	}
+	if (!why)
+		return -1;
+	const struct catalog_entry *pe = b->ri->n ? reuse_entry(b->ri, entry_dir(e)) : NULL;
+	struct skill *copy = NULL;
+	if (pe && pe->loaded == e->skill && pe->skill != pe->loaded && pe->skill->error &&
+	    strcmp(pe->skill->error, why) == 0)
+		copy = skill_ref(pe->skill);
+	else
+		copy = skill_invalid_copy(e->skill, why);
+	free(why);
+	if (!copy)
+		return -1;
+	e->loaded = e->skill;
+	e->skill = copy;
+	return 0;
+}
+
 struct catalog *catalog_build(const struct config *c, const struct catalog *prev,
 			      const struct skill_limits *lim, const struct strlist *dirty)
+{
+	return catalog_build_with(c, prev, lim, dirty, NULL);
+}
+
+struct catalog *catalog_build_with(const struct config *c, const struct catalog *prev,
+				   const struct skill_limits *lim, const struct strlist *dirty,
+				   const struct pin_history *hist)
 {
 	struct catalog *cat = calloc(1, sizeof *cat);
 	struct found_list found = { 0 };
 	struct reuse_index ri = { 0 };
 	struct strlist dirty_sorted = { 0 };
+	char *rerr = NULL;
+	struct findings_rules *rules = NULL;
 	if (!cat)
 		return NULL;
+	struct build b = { c, prev, &ri, lim, &dirty_sorted, NULL, hist, cat, &found };
 	if (dirty && (strlist_extend(&dirty_sorted, dirty) < 0))
 		goto fail;
 	strlist_sort(&dirty_sorted);
+	/* Compiled once per build, for the skills that are (re)loaded. */
+	if (!(b.rules = rules = findings_rules_new(&rerr)))
+		goto fail;
+	cat->pins = calloc(c->nsources ? c->nsources : 1, sizeof *cat->pins);
+	if (!cat->pins)
+		goto fail;
+	cat->npins = c->nsources;
 	if (prev && prev->n) {
 		ri.by_dir = malloc(prev->n * sizeof *ri.by_dir);
 		if (!ri.by_dir)
@@ -415,13 +603,12 @@ struct catalog *catalog_build(const struct config *c, const struct catalog *prev
 				goto fail;
 			continue;
 		}
-		if (scan_source(&c->sources[i], i, &ri, lim, &dirty_sorted, &found,
-				&cat->warnings) < 0)
+		if (scan_source(&b, i) < 0)
 			goto fail;
 	}
-	free(ri.by_dir);
-	ri.by_dir = NULL;
 	strlist_free(&dirty_sorted);
+	findings_rules_free(rules);
+	rules = NULL;
 
 	if (found.n > 1)
 		qsort(found.items, found.n, sizeof *found.items, cmp_found);
@@ -437,18 +624,26 @@ struct catalog *catalog_build(const struct config *c, const struct catalog *prev
 					 f->skill->name, f->skill->dir, w->skill->dir) < 0)
 				goto fail;
 			skill_unref(f->skill);
+			scan_unref(f->scan);
 			f->skill = NULL;
+			f->scan = NULL;
 			continue;
 		}
 		struct catalog_entry *e = &cat->entries[cat->n++];
 		e->skill = f->skill;
+		e->scan = f->scan;
 		f->skill = NULL;
+		f->scan = NULL;
 		e->source = f->source;
 		e->trust = config_skill_trust(c, e->skill->name, c->sources[f->source].trust);
 		e->disabled = config_skill_disabled(c, e->skill->name);
+		if (gate_entry(&b, e) < 0)
+			goto fail;
 	}
 	free(found.items);
 	found.items = NULL;
+	free(ri.by_dir);
+	ri.by_dir = NULL;
 
 	size_t stack[64];
 	for (size_t i = 0; i < cat->n; i++)
@@ -457,14 +652,61 @@ struct catalog *catalog_build(const struct config *c, const struct catalog *prev
 			goto fail;
 	return cat;
 fail:
-	for (size_t i = 0; i < found.n; i++)
-		if (found.items[i].skill)
-			skill_unref(found.items[i].skill);
+	for (size_t i = 0; i < found.n; i++) {
+		skill_unref(found.items[i].skill);
+		scan_unref(found.items[i].scan);
+	}
 	free(found.items);
 	free(ri.by_dir);
 	strlist_free(&dirty_sorted);
+	findings_rules_free(rules);
+	if (rerr) /* a mistake in injection_patterns.def: never silent */
+		fprintf(stderr, "skillfs: %s\n", rerr);
+	free(rerr);
 	catalog_free(cat);
 	return NULL;
+}
+
+int catalog_fingerprint(const char *dir, bool recursive, const struct skill_limits *lim,
+			char out[FP_TEXT_SIZE], char **err)
+{
+	*err = NULL;
+	struct stat st;
+	int bad = stat(dir, &st) < 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+	if (bad) {
+		if (asprintf(err, "%s: %s", dir, strerror(bad)) < 0)
+			*err = NULL;
+		return -1;
+	}
+	struct config *c = config_default(&dir, 1);
+	struct catalog *cat = NULL;
+	int rc = -1;
+	/* The source pinned to a digest it cannot have: its pin is then
+	 * computed exactly as a mount computes it. */
+	if (c && (c->sources[0].fingerprint = strdup("sha256:-"))) {
+		c->sources[0].recursive = recursive;
+		cat = catalog_build(c, NULL, lim, NULL);
+	}
+	const struct source_pin *pin = cat && cat->npins ? cat->pins[0] : NULL;
+	if (pin) {
+		snprintf(out, FP_TEXT_SIZE, "%s", pin->actual);
+		rc = 0;
+		for (size_t i = 0; i < pin->nscans && rc == 0; i++)
+			if (!pin->scans[i] || pin->scans[i]->error)
+				rc = 1;
+		if (rc == 1) {
+			const char *m = strstr(pin->message, "; in ");
+			*err = strdup(m ? m + 2 : "some files could not be read");
+		}
+	} else if (cat) {
+		/* no pin: the source could not be read; its warning says why */
+		*err = strdup(cat->warnings.n ? cat->warnings.items[0] : "cannot read the directory");
+	}
+	if (rc < 0 && !*err)
+		*err = strdup("out of memory");
+	catalog_free(cat);
+	config_free(c);
+	return rc;
 }
 
 void catalog_free(struct catalog *cat)
@@ -473,10 +715,15 @@ void catalog_free(struct catalog *cat)
 		return;
 	for (size_t i = 0; i < cat->n; i++) {
 		skill_unref(cat->entries[i].skill);
+		skill_unref(cat->entries[i].loaded);
+		scan_unref(cat->entries[i].scan);
 		strlist_free(&cat->entries[i].warnings);
 		free(cat->entries[i].ref_subs);
 	}
 	free(cat->entries);
 	strlist_free(&cat->warnings);
+	for (size_t i = 0; i < cat->npins; i++)
+		pin_unref(cat->pins[i]);
+	free(cat->pins);
 	free(cat);
 }

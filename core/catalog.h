@@ -8,11 +8,21 @@
 #include <stddef.h>
 
 #include "config.h"
+#include "pins.h"
+#include "scan.h"
 #include "skill.h"
 #include "strlist.h"
 
 struct catalog_entry {
-	struct skill *skill;      /* one reference held */
+	/* The skill as the catalogue serves it (one reference held): loaded,
+	 * or an invalid copy of it (skill_invalid_copy, D1) while its source
+	 * is pinned and does not match, or while its files hold a high
+	 * injection finding that skills.acknowledged does not accept. */
+	struct skill *skill;
+	struct skill *loaded;     /* as parsed (one reference held); NULL:
+	                             the same as skill */
+	struct skill_scan *scan;  /* its directory's files: digests and
+	                             findings (one reference); NULL: none */
 	size_t source;            /* index into config->sources */
 	enum trust trust;         /* source trust after the per-skill override */
 	bool disabled;            /* in skills.disabled */
@@ -31,7 +41,12 @@ struct catalog {
 	struct strlist warnings; /* duplicates across sources, unreadable sources,
 	                            sources holding no skill (and where SKILL.md
 	                            files lie deeper), skills left out for an
-	                            unusable name */
+	                            unusable name, pinned sources that do not
+	                            match */
+	/* Per source of the config (npins of them): the state of its pin,
+	 * one reference; NULL when it is not pinned (or was not read). */
+	struct source_pin **pins;
+	size_t npins;
 };
 
 /* Scans every source of c: a plain one's immediate subdirectories, a
@@ -45,6 +60,30 @@ struct catalog {
 struct catalog *catalog_build(const struct config *c, const struct catalog *prev,
 			      const struct skill_limits *lim,
 			      const struct strlist *dirty);
+
+/* catalog_build, with what pinned sources held when they last matched
+ * (hist, may be NULL). Besides loading, it scans each skill's directory
+ * as it is (re)loaded (scan.h: digests and injection findings, what did
+ * not change reused from prev), checks each pinned source (pins.h) and
+ * serves an invalid copy of each skill of a pinned source that does not
+ * match (the pin's message as its error, also a catalogue warning), and of
+ * each skill with a high injection finding that skills.acknowledged does
+ * not name; the other findings are warnings of the entry. */
+struct catalog *catalog_build_with(const struct config *c, const struct catalog *prev,
+				   const struct skill_limits *lim, const struct strlist *dirty,
+				   const struct pin_history *hist);
+
+/* The digest of the skills' files of directory dir taken as a source
+ * (recursive: as recursive: true), exactly as a pin of such a source is
+ * checked, into out ("sha256:<hex>"): what `skillfs fingerprint DIR`
+ * prints for sources[].fingerprint. Returns 0; 1 when some file could not
+ * be read (such a digest never matches: *err names them); -1 with *err
+ * when dir cannot be read. *err is malloc'd (caller frees) or NULL. */
+int catalog_fingerprint(const char *dir, bool recursive, const struct skill_limits *lim,
+			char out[FP_TEXT_SIZE], char **err);
+
+/* The skill of e as parsed (e->loaded, else e->skill). */
+const struct skill *catalog_entry_loaded(const struct catalog_entry *e);
 
 /* Whether b holds exactly the skills of a: the same loaded objects in the
  * same order (a rebuild that found nothing changed reuses every one). */

@@ -80,6 +80,26 @@ static int report_claude(const struct resolution *r, struct buf *out)
 	return rc;
 }
 
+/* The configuration's tool ceiling and what it took from the list:
+ * "configuration c: ceiling: read Bash(git diff:*)", then one line per
+ * item it removed or narrowed. */
+static int report_ceiling(const char *n, const struct grants *g, struct buf *out)
+{
+	int rc = buf_printf(out, "configuration %s: ceiling:", n);
+	for (size_t i = 0; i < g->ceiling.n && rc == 0; i++)
+		rc = buf_printf(out, " %s", g->ceiling.items[i]);
+	if (rc == 0)
+		rc = buf_puts(out, g->ceiling.n ? "\n" : " (no tool)\n");
+	for (size_t i = 0; i < g->ncut && rc == 0; i++) {
+		rc = buf_printf(out, "configuration %s: ceiling removes %s", n, g->cut[i].item);
+		for (size_t k = 0; k < g->cut[i].kept.n && rc == 0; k++)
+			rc = buf_printf(out, "%s%s", k ? ", " : " (keeps ", g->cut[i].kept.items[k]);
+		if (rc == 0)
+			rc = buf_puts(out, g->cut[i].kept.n ? ")\n" : "\n");
+	}
+	return rc;
+}
+
 /* Reports one configuration; adds its errors to *errors. */
 static int report_configuration(const struct config *c, const struct catalog *cat,
 				const struct configuration *cfg,
@@ -123,6 +143,8 @@ static int report_configuration(const struct config *c, const struct catalog *ca
 	}
 	if (rc == 0)
 		rc = buf_puts(out, r->grants.n ? "\n" : " (none)\n");
+	if (rc == 0 && r->grants.capped)
+		rc = report_ceiling(n, &r->grants, out);
 	for (size_t i = 0; i < r->grants.warnings.n && rc == 0; i++)
 		rc = buf_printf(out, "configuration %s: warning: %s\n", n,
 				r->grants.warnings.items[i]);

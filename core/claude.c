@@ -300,23 +300,14 @@ static void sort_unique(struct strlist *l)
 	l->n = w;
 }
 
-int claude_permissions_from_grants(const struct grants *g,
-				   const struct grants *ceiling,
-				   struct claude_permissions *out)
+int claude_permissions_from_grants(const struct grants *g, struct claude_permissions *out)
 {
 	memset(out, 0, sizeof *out);
-	struct grants capped = { 0 };
-	if (ceiling) {
-		if (grants_intersect(ceiling, g, &capped) < 0)
-			return -1;
-		g = &capped;
-	}
 	int rc = g->policy == GRANTS_ALL ? render_all(out) : render_list(g, out);
 	if (rc == 0)
 		rc = no_equivalent_warnings(g, out);
 	if (rc == 0)
 		rc = dropped_warnings(g, out);
-	grants_free(&capped);
 	if (rc < 0) {
 		claude_permissions_free(out);
 		errno = ENOMEM;
@@ -328,17 +319,24 @@ int claude_permissions_from_grants(const struct grants *g,
 }
 
 int claude_permissions_resolve(const struct skill *const *gate, size_t n,
-			       const struct grants *ceiling,
+			       const struct strlist *ceiling,
 			       struct claude_permissions *out)
 {
 	memset(out, 0, sizeof *out);
 	/* A view of the built-in names, never changed nor freed. */
 	struct strlist builtin = { .items = (char **)config_builtin_tools,
 				   .n = config_builtin_tools_n };
-	struct grants g;
+	struct grants g, capped;
 	if (grants_resolve(&builtin, gate, n, &g) < 0)
 		return -1;
-	int rc = claude_permissions_from_grants(&g, ceiling, out);
+	if (ceiling) {
+		int crc = grants_cap(&g, ceiling, &builtin, NULL, &capped);
+		grants_free(&g);
+		if (crc < 0)
+			return -1;
+		g = capped;
+	}
+	int rc = claude_permissions_from_grants(&g, out);
 	grants_free(&g);
 	return rc;
 }

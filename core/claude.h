@@ -38,22 +38,21 @@ struct claude_permissions {
 	struct strlist warnings; /* what could not be expressed, one line each */
 };
 
-/* Writes g (capped first by ceiling, grants_intersect, when ceiling is not
- * NULL) as Claude Code permissions into *out, as described above. A tool
+/* Writes g as Claude Code permissions into *out, as described above. A tool
  * granted with and without a pattern is allowed whole (D3); a command
  * pattern becomes `Bash(WORDS:*)`, a domain pattern `WebFetch(domain:H)`
  * (and `WebFetch(domain:*.H)` for a host name, as skillfs admits its
  * subdomains too); a tool none of whose patterns can be written is denied.
  * Returns 0, or -1 on ENOMEM (*out empty). */
-int claude_permissions_from_grants(const struct grants *g,
-				   const struct grants *ceiling,
-				   struct claude_permissions *out);
+int claude_permissions_from_grants(const struct grants *g, struct claude_permissions *out);
 
 /* Resolves the gate skills (as grants_resolve takes them) against every
- * built-in tool (config_builtin_tools), then claude_permissions_from_grants.
+ * built-in tool (config_builtin_tools), caps that by the configuration's
+ * tool ceiling (its allowed-tools items, grants_cap against the same
+ * tools; NULL: no ceiling), then claude_permissions_from_grants.
  * Returns 0, or -1 on ENOMEM (*out empty). */
 int claude_permissions_resolve(const struct skill *const *gate, size_t n,
-			       const struct grants *ceiling,
+			       const struct strlist *ceiling,
 			       struct claude_permissions *out);
 
 /* The settings file's object: {"permissions": {"allow": [...], "deny":

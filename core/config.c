@@ -437,7 +437,20 @@ static int add_source(struct config *c, char *abs, enum trust t, bool writable,
 	return 0;
 }
 
-static const char *const sources_keys[] = {"path", "trust", "writable", "recursive"};
+static const char *const sources_keys[] = {"path", "trust", "writable", "recursive",
+					   "fingerprint"};
+
+/* Whether s is a pin as sources[].fingerprint takes it: "sha256:" and 64
+ * lower-case hex digits (what `skillfs fingerprint` prints). */
+static bool fingerprint_ok(const char *s)
+{
+	if (strncmp(s, "sha256:", 7) != 0 || strlen(s) != 7 + 64)
+		return false;
+	for (s += 7; *s; s++)
+		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+			return false;
+	return true;
+}
 
 static int parse_sources(struct ctx *x, const yaml_node_t *n)
 {
@@ -447,7 +460,7 @@ static int parse_sources(struct ctx *x, const yaml_node_t *n)
 		return -1;
 	for (size_t i = 0; i < seq_len(n); i++) {
 		yaml_node_t *item = seq_item(x, n, i);
-		const char *path;
+		const char *path, *pin = NULL;
 		enum trust t;
 		key_index(k, "sources", i);
 		if (!item)
@@ -465,8 +478,18 @@ static int parse_sources(struct ctx *x, const yaml_node_t *n)
 			return -1;
 		if (f[3] && get_bool(x, f[3], key_join(kk, k, "recursive"), &recursive) < 0)
 			return -1;
+		/* A pin that cannot be read is an error, never "no pin": the
+		 * source would load unchecked. */
+		if (f[4] && get_str(x, f[4], key_join(kk, k, "fingerprint"), false, &pin) < 0)
+			return -1;
+		if (pin && !fingerprint_ok(pin))
+			return fail(x, f[4], key_join(kk, k, "fingerprint"),
+				    "expected sha256: and 64 lower-case hex digits (as `skillfs "
+				    "fingerprint DIR` prints), got '%.80s'", pin);
 		char *abs = path_resolve(x->base_dir, path);
 		if (!abs || add_source(x->c, abs, t, writable, recursive) < 0)
+			return fail_oom(x);
+		if (pin && !(x->c->sources[x->c->nsources - 1].fingerprint = strdup(pin)))
 			return fail_oom(x);
 	}
 	return 0;
@@ -569,7 +592,7 @@ static int parse_trust_map(struct ctx *x, const yaml_node_t *n)
 }
 
 static const char *const skills_keys[] = {"maxBytes", "listingMaxBytes",
-		"execution_mode", "minTrustLevel", "disabled", "trust"};
+		"execution_mode", "minTrustLevel", "disabled", "trust", "acknowledged"};
 
 static int parse_skills(struct ctx *x, const yaml_node_t *n)
 {
@@ -608,6 +631,8 @@ static int parse_skills(struct ctx *x, const yaml_node_t *n)
 	if (f[4] && parse_str_list(x, f[4], "skills.disabled", &c->disabled) < 0)
 		return -1;
 	if (f[5] && parse_trust_map(x, f[5]) < 0)
+		return -1;
+	if (f[6] && parse_str_list(x, f[6], "skills.acknowledged", &c->acknowledged) < 0)
 		return -1;
 	return 0;
 }
@@ -1163,7 +1188,20 @@ static int parse_attachments(struct ctx *x, const yaml_node_t *n, const char *ke
 	return 0;
 }
 
-static const char *const configurations_keys[] = {"skills"};
+static const char *const configurations_keys[] = {"skills", "tools"};
+
+/* configurations.<name>.tools: the ceiling, a list of allowed-tools items
+ * (an empty list allows no tool). What an item names is checked when it
+ * is applied (grants_cap): an unknown tool there only narrows. */
+static int parse_ceiling(struct ctx *x, const yaml_node_t *n, const char *key,
+			 struct configuration *cf)
+{
+	if (n->type != YAML_SEQUENCE_NODE)
+		return fail(x, n, key, "expected a list of tools (allowed-tools items such "
+			    "as read or \"Bash(git diff:*)\"), got %s", node_kind(n));
+	cf->has_ceiling = true;
+	return parse_str_list(x, n, key, &cf->ceiling);
+}
 
 static int parse_configurations(struct ctx *x, const yaml_node_t *n)
 {
@@ -1206,14 +1244,30 @@ static int parse_configurations(struct ctx *x, const yaml_node_t *n)
 			return -1;
 		if (f[0] && parse_attachments(x, f[0], key_join(kk, k, "skills"), cf) < 0)
 			return -1;
+		if (f[1] && parse_ceiling(x, f[1], key_join(kk, k, "tools"), cf) < 0)
+			return -1;
 	}
 	return 0;
 }
 
 /* ---- the document ------------------------------------------------------ */
 
+static const char *const audit_keys[] = {"keep"};
+
+/* audit: {keep: N}, the entries of the audit trail kept. */
+static int parse_audit(struct ctx *x, const yaml_node_t *n)
+{
+	yaml_node_t *f[KEYS_N(audit_keys)];
+	if (get_fields(x, n, "audit", audit_keys, KEYS_N(audit_keys), f) < 0)
+		return -1;
+	if (f[0] && get_long(x, f[0], "audit.keep", 1, CONFIG_AUDIT_KEEP_MAX,
+			     &x->c->audit_keep) < 0)
+		return -1;
+	return 0;
+}
+
 static const char *const root_keys[] = {"sources", "skills", "tools", "model",
-		"runs", "state", "configurations"};
+		"runs", "state", "configurations", "audit"};
 
 static int parse_root(struct ctx *x, const yaml_node_t *root)
 {
@@ -1229,7 +1283,8 @@ static int parse_root(struct ctx *x, const yaml_node_t *root)
 	    (f[3] && parse_model(x, f[3]) < 0) ||
 	    (f[4] && parse_runs(x, f[4]) < 0) ||
 	    (f[5] && parse_state(x, f[5]) < 0) ||
-	    (f[6] && parse_configurations(x, f[6]) < 0))
+	    (f[6] && parse_configurations(x, f[6]) < 0) ||
+	    (f[7] && parse_audit(x, f[7]) < 0))
 		return -1;
 	return 0;
 }
@@ -1254,6 +1309,7 @@ static const struct keyset {
 	{ "runs", runs_keys, KEYS_N(runs_keys) },
 	{ "runs.budget", runs_budget_keys, KEYS_N(runs_budget_keys) },
 	{ "runs.keep", runs_keep_keys, KEYS_N(runs_keep_keys) },
+	{ "audit", audit_keys, KEYS_N(audit_keys) },
 	{ "configurations.<name>", configurations_keys, KEYS_N(configurations_keys) },
 	{ "configurations.<name>.skills[]", attachments_keys, KEYS_N(attachments_keys) },
 };
@@ -1295,6 +1351,7 @@ static struct config *config_new(void)
 	c->workers = CONFIG_DEFAULT_WORKERS;
 	c->max_turns = CONFIG_DEFAULT_MAX_TURNS;
 	c->prompt_max_bytes = CONFIG_DEFAULT_PROMPT_MAX;
+	c->audit_keep = CONFIG_DEFAULT_AUDIT_KEEP;
 	c->budget = (struct run_budget){
 		.model_calls = CONFIG_DEFAULT_BUDGET_MODEL_CALLS,
 		.tool_calls_per_turn = CONFIG_DEFAULT_BUDGET_TOOL_CALLS_PER_TURN,
@@ -1618,6 +1675,11 @@ bool config_skill_disabled(const struct config *c, const char *skill)
 	return c && skill && strlist_has(&c->disabled, skill);
 }
 
+bool config_skill_acknowledged(const struct config *c, const char *skill)
+{
+	return c && skill && strlist_has(&c->acknowledged, skill);
+}
+
 bool config_tool_registered(const struct config *c, const char *tool)
 {
 	for (size_t i = 0; c && tool && i < c->registered_tools.n; i++)
@@ -1675,10 +1737,13 @@ void config_free(struct config *c)
 		return;
 	free(c->path);
 	free(c->base_dir);
-	for (size_t i = 0; i < c->nsources; i++)
+	for (size_t i = 0; i < c->nsources; i++) {
 		free(c->sources[i].path);
+		free(c->sources[i].fingerprint);
+	}
 	free(c->sources);
 	strlist_free(&c->disabled);
+	strlist_free(&c->acknowledged);
 	for (size_t i = 0; i < c->ntrust_overrides; i++)
 		free(c->trust_overrides[i].skill);
 	free(c->trust_overrides);
@@ -1705,6 +1770,7 @@ void config_free(struct config *c)
 			free(c->configs[i].att[j].name);
 		free(c->configs[i].att);
 		free(c->configs[i].name);
+		strlist_free(&c->configs[i].ceiling);
 	}
 	free(c->configs);
 	strlist_free(&c->warnings);

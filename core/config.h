@@ -31,6 +31,9 @@
 #define CONFIG_DEFAULT_BUDGET_DEPTH 2
 #define CONFIG_DEFAULT_BUDGET_SECONDS 3600
 #define CONFIG_DEFAULT_BUDGET_STORED_BYTES ((int64_t)64 << 20)
+/* audit.keep: the audit trail's entries kept (the oldest go first). */
+#define CONFIG_DEFAULT_AUDIT_KEEP 10000
+#define CONFIG_AUDIT_KEEP_MAX 10000000
 
 /* The name under configs/ that holds the config file's reload error, so no
  * configuration may take it. */
@@ -44,6 +47,8 @@ struct source {
 	bool writable; /* sources[].writable: learn_skill may write here */
 	bool recursive; /* sources[].recursive, -r DIR: skills at any depth
 	                   (core/discover.h), not only one level down */
+	char *fingerprint; /* sources[].fingerprint: the pin, "sha256:" and 64
+	                      lower-case hex digits (fingerprint.h), or NULL */
 };
 
 struct attachment {
@@ -58,6 +63,12 @@ struct configuration {
 	/* The no-config default: attach every catalogue skill in name order
 	 * (att is empty then). */
 	bool attach_all;
+	/* configurations.<name>.tools: the tool ceiling, items as written
+	 * ("read", "Bash(git diff:*)"); a run's list is the skills'
+	 * resolution intersected with it (grants_cap). has_ceiling false:
+	 * none (an empty ceiling allows no tool). */
+	bool has_ceiling;
+	struct strlist ceiling;
 };
 
 struct trust_override {
@@ -151,6 +162,9 @@ struct config {
 	struct strlist disabled; /* globally disabled skill names */
 	struct trust_override *trust_overrides;
 	size_t ntrust_overrides;
+	/* skills.acknowledged: skills whose high-level injection findings
+	 * are accepted (findings.h): they stay valid, the findings shown. */
+	struct strlist acknowledged;
 
 	struct strlist registered_tools; /* lower-case, in config order */
 	struct strlist approval_tools;
@@ -167,6 +181,7 @@ struct config {
 	 * workdir is off. */
 	struct strlist workdir_roots;
 	char *state_path; /* absolute, or NULL = default location */
+	long audit_keep;  /* audit.keep: entries of the audit trail kept */
 
 	struct configuration *configs; /* in file order */
 	size_t nconfigs;
@@ -232,6 +247,9 @@ enum trust config_skill_trust(const struct config *c, const char *skill,
 
 /* Whether a skill name is in skills.disabled. */
 bool config_skill_disabled(const struct config *c, const char *skill);
+
+/* Whether a skill name is in skills.acknowledged. */
+bool config_skill_acknowledged(const struct config *c, const char *skill);
 
 /* Whether a (lower-case) tool name is registered. */
 bool config_tool_registered(const struct config *c, const char *tool);

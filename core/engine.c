@@ -69,6 +69,9 @@ struct engine {
 	uint64_t generation;
 	uint64_t resolutions_built;
 	struct runs *runs;        /* attached by runs_attach, or NULL */
+	const struct pin_history *pin_history; /* engine_set_pin_history, or NULL */
+	engine_reload_fn reload_hook;  /* engine_set_reload_hook, or NULL */
+	void *reload_ctx;
 
 	/* watcher */
 	int inotify_fd;
@@ -219,7 +222,7 @@ static struct snapshot *snapshot_new(struct engine *e, struct shared_config *sc,
 	 * can run (python3 in the sandbox's PATH, a usable sandbox). */
 	s->have_python = tools_unavailable_why("python", &sc->sandbox) == NULL;
 	s->engine = e;
-	s->catalog = catalog_build(sc->c, prev, &e->opt.limits, dirty);
+	s->catalog = catalog_build_with(sc->c, prev, &e->opt.limits, dirty, e->pin_history);
 	if (config_error)
 		s->config_error = strdup(config_error);
 	/* What the watcher could not follow is a catalogue warning: it is
@@ -352,6 +355,9 @@ int engine_reload(struct engine *e, bool config_changed, const struct strlist *d
 		__atomic_add_fetch(&now->refs, 1, __ATOMIC_ACQ_REL);
 		pthread_mutex_unlock(&e->lock);
 		snapshot_unref(prev);
+		/* In the order the snapshots were made (the audit trail). */
+		if (e->reload_hook)
+			e->reload_hook(e->reload_ctx, old, now);
 	}
 	pthread_mutex_unlock(&e->reload_lock);
 	if (own_sc)
@@ -369,6 +375,35 @@ int engine_reload(struct engine *e, bool config_changed, const struct strlist *d
 }
 
 /* ---- lazily derived texts ---- */
+
+/* skill.json's facts about the skill's files (issue 19): the digest of
+ * its directory and of its SKILL.md, its injection findings, whether they
+ * are acknowledged, and its source's pin. 0 or -1 (ENOMEM). */
+static int put_trust_json(json_t *j, struct snapshot *s, const struct catalog_entry *ce)
+{
+	const struct config *c = snapshot_config(s);
+	const struct skill_scan *sc = ce->scan;
+	const struct scan_file *md = scan_find(sc, "SKILL.md");
+	const struct source_pin *pin = ce->source < s->catalog->npins ? s->catalog->pins[ce->source]
+								      : NULL;
+	char d[FP_TEXT_SIZE], m[FP_TEXT_SIZE];
+	if (sc)
+		fp_format(sc->digest, d);
+	if (md)
+		fp_format(md->sha, m);
+	json_t *jp = pin ? json_pack("{s:s, s:s, s:b, s:s?}", "expected", pin->expected, "actual",
+				     pin->actual, "matched", pin->matched, "message", pin->message)
+			 : json_null();
+	json_t *f = sc ? scan_findings_json(sc) : json_array();
+	return json_object_set_new(j, "digest", sc ? json_string(d) : json_null()) |
+	       json_object_set_new(j, "skill_md_sha256", md ? json_string(m) : json_null()) |
+	       json_object_set_new(j, "files_not_read",
+				   sc && sc->error ? json_string(sc->error) : json_null()) |
+	       json_object_set_new(j, "findings", f ? f : json_null()) |
+	       json_object_set_new(j, "acknowledged",
+				   json_boolean(config_skill_acknowledged(c, ce->skill->name))) |
+	       json_object_set_new(j, "pin", jp ? jp : json_null()) | (jp && f ? 0 : -1);
+}
 
 static int build_skill_texts(struct snapshot *s, size_t i, struct snapshot_skill_texts *t)
 {
@@ -390,7 +425,8 @@ static int build_skill_texts(struct snapshot *s, size_t i, struct snapshot_skill
 	json_t *refs = json_array();
 	for (size_t k = 0; refs && k < ce->nref_subs; k++)
 		json_array_append_new(refs, json_string(s->catalog->entries[ce->ref_subs[k]].skill->name));
-	int rc = json_object_set_new(j, "source", json_string(c->sources[ce->source].path)) |
+	int rc = put_trust_json(j, s, ce) |
+		 json_object_set_new(j, "source", json_string(c->sources[ce->source].path)) |
 		 json_object_set_new(j, "trust", json_string(trust_name(ce->trust))) |
 		 json_object_set_new(j, "disabled", json_boolean(ce->disabled)) |
 		 json_object_set_new(j, "catalog_warnings", warn ? warn : json_null()) |
@@ -1118,6 +1154,21 @@ char *engine_state_path(struct engine *e, const char *state_path)
 struct runs *engine_runs(struct engine *e)
 {
 	return e->runs;
+}
+
+void engine_set_reload_hook(struct engine *e, engine_reload_fn fn, void *ctx)
+{
+	pthread_mutex_lock(&e->reload_lock);
+	e->reload_hook = fn;
+	e->reload_ctx = ctx;
+	pthread_mutex_unlock(&e->reload_lock);
+}
+
+void engine_set_pin_history(struct engine *e, const struct pin_history *h)
+{
+	pthread_mutex_lock(&e->reload_lock);
+	e->pin_history = h;
+	pthread_mutex_unlock(&e->reload_lock);
 }
 
 void engine_set_runs(struct engine *e, struct runs *r)

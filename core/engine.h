@@ -134,6 +134,24 @@ char *engine_state_path(struct engine *e, const char *state_path);
 struct runs *engine_runs(struct engine *e);
 void engine_set_runs(struct engine *e, struct runs *r);
 
+/* Called after each reload that made a new snapshot, with the snapshot
+ * before and the new one, in the order they were made (one reload at a
+ * time: the next waits for it), on the thread that reloaded, before the
+ * engine_watch callback. */
+typedef void (*engine_reload_fn)(void *ctx, const struct snapshot *old,
+				 const struct snapshot *now);
+
+/* Sets (fn NULL: clears) the reload hook; returns once a reload in
+ * progress has finished with the one before. */
+void engine_set_reload_hook(struct engine *e, engine_reload_fn fn, void *ctx);
+
+struct pin_history;
+/* What pinned sources held when they last matched (pins.h), for the
+ * warnings of those that do not match, from the next reload on (NULL:
+ * none). The engine keeps the pointer: h lives until it is set again or
+ * the engine is closed. */
+void engine_set_pin_history(struct engine *e, const struct pin_history *h);
+
 /* Stops the watcher and frees everything (the run manager must be stopped
  * first). */
 void engine_close(struct engine *e);

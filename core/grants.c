@@ -1,3 +1,10 @@
+/* grants: the allow-list (see grants.h).
+ *
+ * One file past 1,200 lines: the resolution (R2-R4, D1, D3), the tool
+ * ceiling (grants_cap), the wait-time intersection (R7) and the stored
+ * JSON form all build and meet tool entries through the same private
+ * helpers (item_check, build_list_tools, meet_tool, the provenance and
+ * cut lists); split, those would have to become a header of their own. */
 #include "grants.h"
 
 #include <errno.h>
@@ -60,6 +67,12 @@ void grants_free(struct grants *g)
 	}
 	free(g->dropped);
 	strlist_free(&g->warnings);
+	strlist_free(&g->ceiling);
+	for (size_t i = 0; i < g->ncut; i++) {
+		free(g->cut[i].item);
+		strlist_free(&g->cut[i].kept);
+	}
+	free(g->cut);
 	memset(g, 0, sizeof *g);
 }
 
@@ -129,6 +142,39 @@ static int drop_add(struct grants *g, const char *skill, const char *item,
 		return -1;
 	}
 	g->dropped[g->ndropped++] = d;
+	return 0;
+}
+
+/* Appends a cut: item (taken) and kept (its strings copied). */
+static int cut_add(struct grants *g, char *item, const struct strlist *kept)
+{
+	struct grant_cut *p = item ? realloc(g->cut, (g->ncut + 1) * sizeof *p) : NULL;
+	if (!p) {
+		free(item);
+		return -1;
+	}
+	g->cut = p;
+	p[g->ncut] = (struct grant_cut){ item, { 0 } };
+	if (kept && strlist_extend(&p[g->ncut].kept, kept) < 0) {
+		free(item);
+		strlist_free(&p[g->ncut].kept);
+		return -1;
+	}
+	g->ncut++;
+	return 0;
+}
+
+/* Copies the ceiling's record (capped, ceiling, cut) of src into out. */
+static int copy_ceiling(struct grants *out, const struct grants *src)
+{
+	out->capped = src->capped;
+	if (strlist_extend(&out->ceiling, &src->ceiling) < 0)
+		return -1;
+	for (size_t i = 0; i < src->ncut; i++) {
+		char *item = strdup(src->cut[i].item);
+		if (cut_add(out, item, &src->cut[i].kept) < 0)
+			return -1;
+	}
 	return 0;
 }
 
@@ -284,6 +330,59 @@ static const char *unavailable_why(const struct strlist *names, const struct str
 	return NULL;
 }
 
+/* What a declared item grants: 0 with *r its index in reg (sorted
+ * registered names); 1 when it grants nothing, with *reason (a short one,
+ * for grant_drop) and *detail (the whole of it, e.g. "'nope' is not a
+ * registered tool"), both malloc'd, and *verb ("dropped", "grants
+ * nothing", "grants nothing here"); -1 on ENOMEM. unavailable and why (may
+ * be NULL) are the registered tools that cannot work here, and why. */
+static int item_check(const char **reg, size_t nreg, const struct strlist *unavailable,
+		      const struct strlist *why, const struct tool_grant *it, long *r,
+		      char **reason, char **detail, const char **verb)
+{
+	const char *tool = it->tool ? it->tool : "";
+	*reason = *detail = NULL;
+	*r = tool[0] ? find_registered(reg, nreg, tool) : -1;
+	const char *absent = *r < 0 ? unavailable_why(unavailable, why, it->tool) : NULL;
+	bool claude_only = false;
+	if (*r < 0 && !absent)
+		tool_from_claude(it->tool, &claude_only);
+	char *w = NULL;
+	int rc = 0;
+	if (absent) {
+		*verb = "grants nothing here";
+		*reason = strdup("not available here");
+		rc = asprintf(detail, "'%s' is not available: %s", tool, absent);
+	} else if (claude_only) {
+		*verb = "dropped";
+		*reason = strdup("a Claude Code tool skillfs does not have");
+		rc = asprintf(detail, "it is a Claude Code tool skillfs does not have");
+	} else if (*r < 0) {
+		*verb = "dropped";
+		*reason = strdup("not a registered tool");
+		rc = asprintf(detail, "'%s' is not a registered tool", tool);
+	} else if (it->pattern && !grants_tool_has_patterns(reg[*r])) {
+		*verb = "grants nothing";
+		*reason = strdup("tool takes no command pattern");
+		rc = asprintf(detail, "'%s' takes no command pattern", reg[*r]);
+	} else if (it->pattern && grants_tool_pattern_check(reg[*r], it->pattern, &w) < 0) {
+		*verb = "grants nothing";
+		*reason = w;
+		rc = w ? asprintf(detail, "%s", w) : -1;
+	} else {
+		return 0;
+	}
+	if (rc < 0 || !*reason) {
+		if (rc < 0)
+			*detail = NULL;
+		free(*reason);
+		free(*detail);
+		*reason = *detail = NULL;
+		return -1;
+	}
+	return 1;
+}
+
 int grants_resolve_here(const struct strlist *registered,
 			const struct strlist *unavailable, const struct strlist *why,
 			const struct skill *const *skills, size_t n,
@@ -329,57 +428,24 @@ int grants_resolve_here(const struct strlist *registered,
 		for (size_t k = 0; k < s->allowed_tools.n && rc == 0; k++) {
 			const struct tool_grant *it = &s->allowed_tools.items[k];
 			const char *text = item_text(it);
-			long r = (it->tool && it->tool[0])
-					 ? find_registered(reg, nreg, it->tool)
-					 : -1;
-			const char *absent = r < 0 ? unavailable_why(unavailable, why, it->tool) : NULL;
-			if (absent) {
-				if (drop_add(out, name, text, "not available here") < 0 ||
+			long r;
+			char *reason, *detail;
+			const char *verb;
+			int bad = item_check(reg, nreg, unavailable, why, it, &r, &reason, &detail,
+					     &verb);
+			if (bad > 0) {
+				if (drop_add(out, name, text, reason) < 0 ||
 				    strlist_addf(&out->warnings,
-						 "skill '%s': allowed-tools item '%s' grants nothing here: '%s' is not available: %s",
-						 name, text, it->tool, absent) < 0)
+						 "skill '%s': allowed-tools item '%s' %s: %s", name,
+						 text, verb, detail) < 0)
 					rc = -1;
+				free(reason);
+				free(detail);
 				continue;
 			}
-			bool claude_only = false;
-			if (r < 0)
-				tool_from_claude(it->tool, &claude_only);
-			if (claude_only) {
-				if (drop_add(out, name, text, "a Claude Code tool skillfs does not have") < 0 ||
-				    strlist_addf(&out->warnings,
-						 "skill '%s': allowed-tools item '%s' dropped: it is a Claude Code tool skillfs does not have",
-						 name, text) < 0)
-					rc = -1;
-				continue;
-			}
-			if (r < 0) {
-				if (drop_add(out, name, text, "not a registered tool") < 0 ||
-				    strlist_addf(&out->warnings,
-						 "skill '%s': allowed-tools item '%s' dropped: '%s' is not a registered tool",
-						 name, text, it->tool ? it->tool : "") < 0)
-					rc = -1;
-				continue;
-			}
-			if (it->pattern && !grants_tool_has_patterns(reg[r])) {
-				if (drop_add(out, name, text, "tool takes no command pattern") < 0 ||
-				    strlist_addf(&out->warnings,
-						 "skill '%s': allowed-tools item '%s' grants nothing: '%s' takes no command pattern",
-						 name, text, reg[r]) < 0)
-					rc = -1;
-				continue;
-			}
-			if (it->pattern) {
-				char *why = NULL;
-				if (grants_tool_pattern_check(reg[r], it->pattern, &why) < 0) {
-					if (!why ||
-					    drop_add(out, name, text, why) < 0 ||
-					    strlist_addf(&out->warnings,
-							 "skill '%s': allowed-tools item '%s' grants nothing: %s",
-							 name, text, why) < 0)
-						rc = -1;
-					free(why);
-					continue;
-				}
+			if (bad < 0) {
+				rc = -1;
+				break;
 			}
 			items[nitems] = (struct item){ (size_t)r, nitems, name, it->pattern };
 			nitems++;
@@ -574,15 +640,22 @@ static int tool_copy(struct grants *dst, const struct grant_tool *src)
 	return 0;
 }
 
-static int copy_meta(struct grants *out, const struct grants *src)
+/* Appends src's dropped items to out's. */
+static int copy_dropped(struct grants *out, const struct grants *src)
 {
-	if (strlist_extend(&out->declaring, &src->declaring) < 0 ||
-	    strlist_extend(&out->warnings, &src->warnings) < 0)
-		return -1;
 	for (size_t i = 0; i < src->ndropped; i++)
 		if (drop_add(out, src->dropped[i].skill, src->dropped[i].item,
 			     src->dropped[i].reason) < 0)
 			return -1;
+	return 0;
+}
+
+static int copy_meta(struct grants *out, const struct grants *src)
+{
+	if (strlist_extend(&out->declaring, &src->declaring) < 0 ||
+	    strlist_extend(&out->warnings, &src->warnings) < 0 ||
+	    copy_dropped(out, src) < 0 || copy_ceiling(out, src) < 0)
+		return -1;
 	return 0;
 }
 
@@ -628,6 +701,24 @@ static int intersect_patterns(const char *tool, const struct strlist *a,
 	return rc;
 }
 
+/* r (a tool pushed, named) gets what both s and t (the same tool) admit:
+ * unrestricted when both are, else the patterns they have in common
+ * (intersect_patterns), an unrestricted side taking the other's. Returns
+ * 0 or -1 on ENOMEM. */
+static int meet_tool(const struct grant_tool *s, const struct grant_tool *t,
+		     struct grant_tool *r)
+{
+	if (s->unrestricted && t->unrestricted) {
+		r->unrestricted = true;
+		return 0;
+	}
+	if (s->unrestricted)
+		return strlist_extend(&r->patterns, &t->patterns);
+	if (t->unrestricted)
+		return strlist_extend(&r->patterns, &s->patterns);
+	return intersect_patterns(s->name, &s->patterns, &t->patterns, &r->patterns);
+}
+
 int grants_intersect(const struct grants *stored, const struct grants *now,
 		     struct grants *out)
 {
@@ -659,15 +750,7 @@ int grants_intersect(const struct grants *stored, const struct grants *now,
 			rc = -1;
 			break;
 		}
-		if (s->unrestricted && t->unrestricted)
-			r->unrestricted = true;
-		else if (s->unrestricted)
-			rc = strlist_extend(&r->patterns, &t->patterns);
-		else if (t->unrestricted)
-			rc = strlist_extend(&r->patterns, &s->patterns);
-		else
-			rc = intersect_patterns(s->name, &s->patterns, &t->patterns,
-						&r->patterns);
+		rc = meet_tool(s, t, r);
 		if (rc == 0) {
 			const struct grant_tool *p = prov == now ? t : s;
 			rc = by_copy(r, p);
@@ -690,13 +773,168 @@ int grants_intersect(const struct grants *stored, const struct grants *now,
 		if (rc == 0)
 			rc = strlist_extend(&out->warnings, &removed);
 		strlist_free(&removed);
-		for (size_t i = 0; i < now->ndropped && rc == 0; i++)
-			rc = drop_add(out, now->dropped[i].skill, now->dropped[i].item,
-				      now->dropped[i].reason);
+		if (rc == 0)
+			rc = copy_dropped(out, now);
+		/* The ceiling in force now, else the one the run was stored
+		 * under (stored ∩ now lies within both). */
+		if (rc == 0 && (now->capped || stored->capped))
+			rc = copy_ceiling(out, now->capped ? now : stored);
 	}
 	/* stored may be in any order (e.g. hand-built): keep tools sorted */
 	if (rc == 0 && out->n > 1)
 		qsort(out->tools, out->n, sizeof *out->tools, cmp_tool);
+	if (rc < 0) {
+		grants_free(out);
+		errno = ENOMEM;
+	}
+	return rc;
+}
+
+/* One list line of tool and pattern (grants_format_item without its
+ * newline), malloc'd; NULL on ENOMEM. */
+static char *item_line(const char *tool, const char *pattern)
+{
+	struct buf b = { 0 };
+	if (grants_format_item(&b, tool, pattern) < 0) {
+		buf_free(&b);
+		return NULL;
+	}
+	size_t len;
+	char *t = buf_steal(&b, &len);
+	if (t && len)
+		t[len - 1] = '\0';
+	return t;
+}
+
+/* The lines of tool t's entry r (grants_format_lines of one tool),
+ * appended to l. */
+static int tool_lines(const struct grant_tool *r, struct strlist *l)
+{
+	if (r->unrestricted)
+		return strlist_add_owned(l, item_line(r->name, NULL));
+	for (size_t i = 0; i < r->patterns.n; i++)
+		if (strlist_add_owned(l, item_line(r->name, r->patterns.items[i])) < 0)
+			return -1;
+	return 0;
+}
+
+/* Records in out what the ceiling took of t (g's entry) when r (NULL:
+ * the tool went) is what is left of it: each line of t that is not a line
+ * of r, with the lines of r within it. */
+static int record_cut(struct grants *out, const struct grant_tool *t, const struct grant_tool *r)
+{
+	struct strlist left = { 0 };
+	int rc = r ? tool_lines(r, &left) : 0;
+	if (rc == 0 && t->unrestricted) {
+		if (!r || !r->unrestricted)
+			rc = cut_add(out, item_line(t->name, NULL), &left);
+	} else if (rc == 0) {
+		for (size_t i = 0; i < t->patterns.n && rc == 0; i++) {
+			const char *p = t->patterns.items[i];
+			if (r && strlist_has(&r->patterns, p))
+				continue;
+			struct strlist kept = { 0 };
+			for (size_t k = 0; r && k < r->patterns.n && rc == 0; k++)
+				if (grants_tool_pattern_covers(t->name, p, r->patterns.items[k]))
+					rc = strlist_add_owned(&kept, item_line(t->name,
+										r->patterns.items[k]));
+			if (rc == 0)
+				rc = cut_add(out, item_line(t->name, p), &kept);
+			strlist_free(&kept);
+		}
+	}
+	strlist_free(&left);
+	return rc;
+}
+
+/* Resolves the ceiling's items into c (a list, provenance "ceiling"),
+ * each item that allows nothing left out with a warning in warn. */
+static int ceiling_resolve(const struct strlist *ceiling, const struct strlist *registered,
+			   const struct strlist *unavailable, struct grants *c,
+			   struct strlist *warn)
+{
+	memset(c, 0, sizeof *c);
+	c->policy = GRANTS_LIST;
+	size_t nreg = 0, nitems = 0, n = ceiling ? ceiling->n : 0;
+	const char **reg = sorted_registered(registered, &nreg);
+	struct item *items = malloc((n ? n : 1) * sizeof *items);
+	struct tool_grant *parsed = calloc(n ? n : 1, sizeof *parsed);
+	int rc = reg && items && parsed ? 0 : -1;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		const char *text = ceiling->items[i];
+		rc = tool_grant_parse(text, &parsed[i]);
+		if (rc < 0)
+			break;
+		long r;
+		char *reason, *detail;
+		const char *verb;
+		int bad = item_check(reg, nreg, NULL, NULL, &parsed[i], &r, &reason, &detail,
+				     &verb);
+		/* A tool that cannot work here is not on any list: no news. */
+		bool here = !(unavailable && parsed[i].tool &&
+			      strlist_has(unavailable, parsed[i].tool));
+		if (bad > 0 && here)
+			rc = strlist_addf(warn, "ceiling (tools:) item '%s' allows nothing: %s",
+					  text, detail);
+		free(reason);
+		free(detail);
+		if (bad < 0)
+			rc = -1;
+		if (bad == 0) {
+			items[nitems] = (struct item){ (size_t)r, nitems, "", parsed[i].pattern };
+			nitems++;
+		}
+	}
+	if (rc == 0)
+		rc = build_list_tools(c, reg, items, nitems);
+	for (size_t i = 0; parsed && i < n; i++) {
+		free(parsed[i].tool);
+		free(parsed[i].pattern);
+		free(parsed[i].raw);
+	}
+	free(parsed);
+	free(items);
+	free(reg);
+	return rc;
+}
+
+int grants_cap(const struct grants *g, const struct strlist *ceiling,
+	       const struct strlist *registered, const struct strlist *unavailable,
+	       struct grants *out)
+{
+	struct grants c;
+	struct strlist warn = { 0 };
+	memset(out, 0, sizeof *out);
+	int rc = ceiling_resolve(ceiling, registered, unavailable, &c, &warn);
+	out->policy = GRANTS_LIST;
+	out->capped = true;
+	out->tools = calloc(g->n ? g->n : 1, sizeof *out->tools);
+	if (rc == 0 && (!out->tools || strlist_extend(&out->declaring, &g->declaring) < 0 ||
+			strlist_extend(&out->warnings, &g->warnings) < 0 ||
+			strlist_extend(&out->warnings, &warn) < 0 || copy_dropped(out, g) < 0 ||
+			(ceiling && strlist_extend(&out->ceiling, ceiling) < 0)))
+		rc = -1;
+	for (size_t i = 0; i < g->n && rc == 0; i++) {
+		const struct grant_tool *t = &g->tools[i];
+		const struct grant_tool *ct = grants_find(&c, t->name);
+		struct grant_tool *r = ct ? tool_push(out, t->name) : NULL;
+		if (ct && !r) {
+			rc = -1;
+			break;
+		}
+		if (r && (meet_tool(t, ct, r) < 0 || by_copy(r, t) < 0)) {
+			rc = -1;
+			break;
+		}
+		if (r && !r->unrestricted && r->patterns.n == 0) {
+			tool_free(r); /* nothing in common: the tool goes */
+			out->n--;
+			r = NULL;
+		}
+		rc = record_cut(out, t, r);
+	}
+	grants_free(&c);
+	strlist_free(&warn);
 	if (rc < 0) {
 		grants_free(out);
 		errno = ENOMEM;
@@ -779,6 +1017,28 @@ static json_t *tool_json(const struct grant_tool *t)
 	return o;
 }
 
+/* {"tools": [the ceiling's items], "removed": [{"item", "kept": [..]}]}. */
+static json_t *ceiling_json(const struct grants *g)
+{
+	json_t *o = json_object(), *cut = json_array();
+	int rc = o && cut ? 0 : -1;
+	if (rc == 0)
+		rc = jset(o, "tools", strlist_to_json(&g->ceiling));
+	for (size_t i = 0; i < g->ncut && rc == 0; i++)
+		rc = jadd(cut, json_pack("{s:s, s:o}", "item", g->cut[i].item, "kept",
+					 strlist_to_json(&g->cut[i].kept)));
+	if (rc == 0) {
+		rc = json_object_set_new(o, "removed", cut);
+		cut = NULL;
+	}
+	json_decref(cut);
+	if (rc < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
 json_t *grants_to_json(const struct grants *g)
 {
 	json_t *o = json_object(), *tools = json_array(), *dropped = json_array();
@@ -814,6 +1074,8 @@ json_t *grants_to_json(const struct grants *g)
 	}
 	if (rc == 0)
 		rc = jset(o, "warnings", strlist_to_json(&g->warnings));
+	if (rc == 0)
+		rc = jset(o, "ceiling", g->capped ? ceiling_json(g) : json_null());
 	json_decref(tools);
 	json_decref(dropped);
 	if (rc < 0) {
@@ -883,6 +1145,35 @@ static const char *tool_from_json(const json_t *o, struct grants *g)
 	return NULL;
 }
 
+/* Reads "ceiling" (absent or null: none) into g; NULL, or what is wrong. */
+static const char *ceiling_from_json(const json_t *c, struct grants *g)
+{
+	if (!c || json_is_null(c))
+		return NULL;
+	const json_t *removed = json_object_get(c, "removed");
+	if (!json_is_object(c) ||
+	    strlist_from_json(json_object_get(c, "tools"), false, &g->ceiling) < 0 ||
+	    (removed && !json_is_array(removed)))
+		return "stored allow-list: malformed 'ceiling'";
+	g->capped = true;
+	size_t i;
+	const json_t *e;
+	json_array_foreach(removed, i, e) {
+		const json_t *item = json_object_get(e, "item");
+		struct strlist kept = { 0 };
+		if (!json_is_string(item) ||
+		    strlist_from_json(json_object_get(e, "kept"), true, &kept) < 0) {
+			strlist_free(&kept);
+			return "stored allow-list: malformed 'ceiling' entry";
+		}
+		int rc = cut_add(g, strdup(json_string_value(item)), &kept);
+		strlist_free(&kept);
+		if (rc < 0)
+			return "out of memory";
+	}
+	return NULL;
+}
+
 int grants_from_json(const json_t *j, struct grants *out, char **err)
 {
 	memset(out, 0, sizeof *out);
@@ -945,6 +1236,8 @@ int grants_from_json(const json_t *j, struct grants *out, char **err)
 			}
 		}
 	}
+	if (!why)
+		why = ceiling_from_json(json_object_get(j, "ceiling"), out);
 	if (why) {
 		grants_free(out);
 		return set_err(err, why);

@@ -40,6 +40,14 @@ struct grant_drop {
 	                 "empty command pattern", "pattern cannot be split: ..." */
 };
 
+/* What a configuration's ceiling took from the list (grants_cap): item, a
+ * line of the list before ("read", "bash(git push:*)"), and kept, the
+ * lines of it that are left (empty: all of it went). */
+struct grant_cut {
+	char *item;
+	struct strlist kept;
+};
+
 struct grants {
 	enum grants_policy policy;
 	struct grant_tool *tools; /* sorted by name; the allow-list */
@@ -48,6 +56,12 @@ struct grants {
 	struct grant_drop *dropped;
 	size_t ndropped;
 	struct strlist warnings;
+	/* The configuration's tool ceiling, when one applied (grants_cap):
+	 * its items as written, and what it took away, in list order. */
+	bool capped;
+	struct strlist ceiling;
+	struct grant_cut *cut;
+	size_t ncut;
 };
 
 /* Whether a tool's allowed-tools items may carry a pattern (D3): a command
@@ -84,6 +98,26 @@ int grants_resolve_here(const struct strlist *registered,
 			const struct strlist *unavailable, const struct strlist *why,
 			const struct skill *const *skills, size_t n,
 			struct grants *out);
+
+/* The tool ceiling of a configuration (configurations.<cfg>.tools):
+ * *out = g ∩ ceiling, a list (policy list) of what both admit, tool by
+ * tool as grants_intersect meets them: a pattern of the ceiling narrows a
+ * tool g grants without one (bash ∩ Bash(git diff:*) = bash(git diff:*)),
+ * two patterns of a tool meet to the longer when the words of one begin
+ * the words of the other, else to nothing, and a tool left with nothing
+ * goes. With policy all (no skill declares) the ceiling is the list, as
+ * far as its tools are registered. ceiling holds allowed-tools items
+ * (tool_grant_parse: Claude Code names map, case does not matter); an item
+ * that allows nothing (a tool that is not registered, a pattern on a tool
+ * without patterns, an empty or unsplittable pattern) is left out with a
+ * warning, which only narrows; an item naming a tool in unavailable (may
+ * be NULL) is left out silently. *out keeps g's provenance, declaring,
+ * dropped and warnings, records the ceiling (capped, ceiling) and each
+ * line of g it took away or narrowed (cut). g is not changed. Returns 0,
+ * or -1 on ENOMEM (*out empty). */
+int grants_cap(const struct grants *g, const struct strlist *ceiling,
+	       const struct strlist *registered, const struct strlist *unavailable,
+	       struct grants *out);
 
 /* The tool entry for a name (case-insensitive), or NULL when the tool is
  * not on the list. O(log n). */
@@ -161,7 +195,8 @@ int grants_format_lines(const struct grants *g, struct buf *out);
 
 /* The JSON form: {"policy": "all"|"list", "tools": [{"name", "unrestricted",
  * "patterns": [..], "granted_by": [{"skill", "pattern"}]}], "declaring":
- * [..], "dropped": [{"skill", "item", "reason"}], "warnings": [..]}.
+ * [..], "dropped": [{"skill", "item", "reason"}], "warnings": [..],
+ * "ceiling": null | {"tools": [items], "removed": [{"item", "kept": [..]}]}}.
  * Returns a new reference, or NULL on ENOMEM. */
 json_t *grants_to_json(const struct grants *g);
 

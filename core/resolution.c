@@ -198,6 +198,19 @@ static int render(struct resolution *r)
 	return rc;
 }
 
+/* g capped by cfg's tool ceiling (grants_cap), in place. */
+static int apply_ceiling(const struct config *c, const struct configuration *cfg,
+			 struct grants *g)
+{
+	struct grants capped;
+	if (grants_cap(g, &cfg->ceiling, &c->registered_tools, &c->tools.unavailable,
+		       &capped) < 0)
+		return -1;
+	grants_free(g);
+	*g = capped;
+	return 0;
+}
+
 struct resolution *resolution_build(const struct config *c,
 				    const struct catalog *cat,
 				    const struct configuration *cfg,
@@ -224,17 +237,18 @@ struct resolution *resolution_build(const struct config *c,
 		goto out;
 	for (size_t i = 0; i < r->eff.ngate; i++)
 		gate[i] = cat->entries[r->eff.gate[i]].skill;
-	/* The allow-list first; the budget applies afterwards (R9). */
+	/* The allow-list first, capped by the configuration's ceiling; the
+	 * budget applies afterwards (R9). */
 	if (grants_resolve_here(&c->registered_tools, &c->tools.unavailable,
 				&c->tools.unavailable_why, gate, r->eff.ngate, &r->grants) < 0 ||
+	    (cfg->has_ceiling && apply_ceiling(c, cfg, &r->grants) < 0) ||
 	    prompt_build(c, cat, r->eff.eff, r->eff.neff, &r->grants, &r->prompt) < 0 ||
 	    collect_warnings(c, cat, r) < 0 || render(r) < 0)
 		goto out;
 	/* For Claude Code: resolved against every built-in tool, not the
-	 * registered ones. The configuration's tool ceiling, once
-	 * configurations have one (configurations.<cfg>.tools), is the third
-	 * argument, resolved like an allowed-tools list (NULL: none). */
-	if (claude_permissions_resolve(gate, r->eff.ngate, NULL, &r->claude) < 0 ||
+	 * registered ones, and capped by the same ceiling. */
+	if (claude_permissions_resolve(gate, r->eff.ngate,
+				       cfg->has_ceiling ? &cfg->ceiling : NULL, &r->claude) < 0 ||
 	    claude_files_render(&r->claude, &r->claude_files) < 0)
 		goto out;
 	rc = 0;

@@ -19,12 +19,14 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "audit.h"
 #include "dbwatch.h"
 #include "engine.h"
 #include "filecache.h"
 #include "grants.h"
 #include "json_text.h"
 #include "model.h"
+#include "provenance.h"
 #include "resolution.h"
 #include "statelock.h"
 #include "store.h"
@@ -96,6 +98,8 @@ struct waiter {
 struct runs {
 	struct engine *engine;
 	struct store *store;
+	struct audit *audit; /* the catalogue's audit trail in the store
+	                        (runs_attach), or NULL */
 	char *state_dir;  /* the state database's directory */
 	char *workspaces; /* directory holding one workspace per run */
 	struct tool_schemas tool_schemas; /* parsed and encoded once (agent_env) */
@@ -1284,6 +1288,7 @@ static void close_joined(struct runs *r)
 {
 	free(r->workers);
 	spare_free(r->spare);
+	audit_close(r->audit);
 	store_close(r->store);
 	dbwatch_free(&r->dbwatch);
 	for (size_t i = 0; i < r->n; i++)
@@ -1625,6 +1630,9 @@ static int render_info(struct runs *r, const struct run_view *v, const struct ru
 	json_object_set_new(j, "subagents", json_integer((json_int_t)nchats));
 	json_object_set_new(j, "usage", row->usage ? json_incref(row->usage) : json_null());
 	json_object_set_new(j, "allow_list_stored", json_boolean(row->allowed_tools != NULL));
+	/* What it saw of its skills when enqueued (null: before schema 9). */
+	json_object_set_new(j, "provenance",
+			    row->provenance ? json_incref(row->provenance) : json_null());
 	json_object_set_new(j, "error", row->error ? json_string(row->error) : json_null());
 	/* Why its worker waits for the store, state unchanged (null: it
 	 * does not). */
@@ -2568,7 +2576,7 @@ static int enqueue(struct runs *r, const char *id)
 	const struct configuration *cfg = config ? config_find(c, config) : NULL;
 	struct resolution *owned = NULL;
 	const struct resolution *res = NULL;
-	json_t *allow = NULL;
+	json_t *allow = NULL, *prov = NULL;
 	const char *error = NULL;
 	char msg[256];
 	if (!prompt || !config || !forced || !names) {
@@ -2580,7 +2588,8 @@ static int enqueue(struct runs *r, const char *id)
 	} else if (!utf8_valid(prompt)) {
 		error = "the prompt is not valid UTF-8";
 	} else if (!(res = resolve_run(s, cfg, names, nforced, &owned)) ||
-		   !(allow = grants_to_json(&res->grants))) {
+		   !(allow = grants_to_json(&res->grants)) ||
+		   !(prov = provenance_of(c, s->catalog, res))) {
 		error = "out of memory while resolving the allow-list";
 	}
 	/* The state is written to the store and to memory under the lock, so
@@ -2595,8 +2604,8 @@ static int enqueue(struct runs *r, const char *id)
 			run->state = RUNSTATE_FAILED;
 			ready = take_waiters(r, id, false);
 		}
-	} else if ((rc = store_run_enqueue(r->store, id, config, prompt, forced, allow, NULL,
-					 NULL)) == 0) {
+	} else if ((rc = store_run_enqueue_with(r->store, id, config, prompt, forced, allow, prov,
+					      NULL, NULL)) == 0) {
 		/* Stored: that is the acknowledgment; a queue that cannot grow
 		 * leaves the run to the store (refresh below, a remount). */
 		run->state = RUNSTATE_QUEUED;
@@ -2607,6 +2616,7 @@ static int enqueue(struct runs *r, const char *id)
 	pthread_mutex_unlock(&r->lock);
 	resolution_free(owned);
 	json_decref(allow);
+	json_decref(prov);
 	snapshot_unref(s);
 	json_decref(forced);
 	free(names);
@@ -2767,8 +2777,18 @@ int runs_attach(struct engine *e, const char *state_path, char **err)
 	free(path);
 	if (!r)
 		return -1;
+	/* The audit trail lives in the same database. */
+	if (!(r->audit = audit_open(e, r->store, err))) {
+		runs_close(r);
+		return -1;
+	}
 	engine_set_runs(e, r);
 	return 0;
+}
+
+struct audit *runs_audit(struct runs *r)
+{
+	return r ? r->audit : NULL;
 }
 
 /* Creates the directory of the database at path; 0, or -1 with *err. */

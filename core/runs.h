@@ -88,9 +88,14 @@ void runs_close(struct runs *r);
 bool runs_close_within(struct runs *r, int timeout_ms);
 
 /* Opens the run store at engine_state_path(e, state_path), starts the
- * workers and attaches the manager to e (engine_runs). Returns 0, or -1
+ * workers, opens the catalogue's audit trail in the same database
+ * (audit.h) and attaches the manager to e (engine_runs). Returns 0, or -1
  * with *err set. */
 int runs_attach(struct engine *e, const char *state_path, char **err);
+
+struct audit;
+/* The audit trail runs_attach opened, or NULL (r NULL, or not attached). */
+struct audit *runs_audit(struct runs *r);
 
 /* runs_detach, waiting at most timeout_ms (runs_close_within). Returns
  * true when the manager is closed and detached; false when a worker still

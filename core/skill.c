@@ -897,6 +897,37 @@ static int set_invalid(struct skill *s, char *msg)
 	return s->body ? 0 : OOM;
 }
 
+struct skill *skill_invalid_copy(const struct skill *s, const char *error)
+{
+	struct skill *c = skill_new(s->dir_name, s->dir);
+	if (!c)
+		return NULL;
+	c->name = strdup(s->name ? s->name : s->dir_name);
+	c->parent = s->parent ? strdup(s->parent) : NULL;
+	c->raw = s->raw ? malloc(s->raw_len + 1) : NULL;
+	c->subs = s->nsubs ? calloc(s->nsubs, sizeof *c->subs) : NULL;
+	if (!c->name || (s->parent && !c->parent) || (s->raw && !c->raw) ||
+	    (s->nsubs && !c->subs) || strlist_extend(&c->warnings, &s->warnings) < 0 ||
+	    set_invalid(c, strdup(error))) {
+		skill_unref(c);
+		return NULL;
+	}
+	if (s->raw)
+		memcpy(c->raw, s->raw, s->raw_len + 1);
+	c->raw_len = s->raw_len;
+	c->file_size = s->file_size;
+	for (size_t i = 0; i < s->nsubs; i++)
+		c->subs[i] = skill_ref(s->subs[i]);
+	c->nsubs = s->nsubs;
+	c->st_mode = s->st_mode;
+	c->st_dev = s->st_dev;
+	c->st_ino = s->st_ino;
+	c->st_size = s->st_size;
+	c->st_mtim = s->st_mtim;
+	c->st_ctim = s->st_ctim;
+	return c;
+}
+
 static int invalidf(struct skill *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static int invalidf(struct skill *s, const char *fmt, ...)

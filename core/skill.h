@@ -132,6 +132,13 @@ struct skill *skill_parse(const char *dir_name, const char *dir,
 			  const char *bytes, size_t len,
 			  const struct skill_limits *lim);
 
+/* The same skill made invalid (D1) for a reason found outside its
+ * SKILL.md (a pinned source that does not match, an injection finding):
+ * name, directories, the SKILL.md bytes and identity, warnings and
+ * directory sub-skills kept; error set to a copy of error; no prose, no
+ * front-matter fields, allowed-tools declared []. Returns NULL on ENOMEM. */
+struct skill *skill_invalid_copy(const struct skill *s, const char *error);
+
 /* Loads <dir>/SKILL.md (O_NOFOLLOW-safe, size-limited) and, one level deep,
  * <dir>/skills/<sub>/SKILL.md as directory sub-skills. A missing or
  * unreadable file yields an invalid skill. Sub-skills have distinct, usable

@@ -2,9 +2,11 @@
 #include "statecheck.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -230,4 +232,70 @@ done:
 	if (c.oom)
 		return -1;
 	return buf_printf(out, "state: errors: %d\n", c.errors) < 0 ? -1 : c.errors;
+}
+
+/* ---- what the database remembers of pinned sources (issue 19) ---- */
+
+struct statecheck_pins {
+	sqlite3 *db;
+	struct pin_history hist;
+};
+
+/* pin_history's last_match over pin_matches, read-only. */
+static int pins_last_match(void *ctx, const char *source, const char *digest,
+			   struct strlist *lines)
+{
+	struct statecheck_pins *p = ctx;
+	sqlite3_stmt *s = NULL;
+	int found = 0;
+	if (sqlite3_prepare_v2(p->db, "SELECT lines FROM pin_matches WHERE source = ?1 AND "
+			       "digest = ?2", -1, &s, NULL) != SQLITE_OK)
+		return 0; /* an older schema: nothing recorded */
+	sqlite3_bind_text(s, 1, source, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, digest, -1, SQLITE_STATIC);
+	if (sqlite3_step(s) == SQLITE_ROW) {
+		const char *text = (const char *)sqlite3_column_text(s, 0);
+		json_t *a = text ? json_loads(text, 0, NULL) : NULL;
+		size_t i;
+		json_t *v;
+		found = json_is_array(a);
+		json_array_foreach(a, i, v) {
+			if (found > 0 && strlist_add(lines, json_string_value(v) ?: "") < 0)
+				found = -1;
+		}
+		json_decref(a);
+	}
+	sqlite3_finalize(s);
+	return found;
+}
+
+struct statecheck_pins *statecheck_pins_open(const char *path)
+{
+	struct stat st;
+	if (!path || stat(path, &st) < 0)
+		return NULL;
+	struct statecheck_pins *p = calloc(1, sizeof *p);
+	if (!p)
+		return NULL;
+	if (sqlite3_open_v2(path, &p->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+		sqlite3_close(p->db);
+		free(p);
+		return NULL;
+	}
+	sqlite3_busy_timeout(p->db, STATECHECK_BUSY_MS);
+	p->hist = (struct pin_history){ pins_last_match, p, 1 };
+	return p;
+}
+
+const struct pin_history *statecheck_pins(struct statecheck_pins *p)
+{
+	return p ? &p->hist : NULL;
+}
+
+void statecheck_pins_close(struct statecheck_pins *p)
+{
+	if (!p)
+		return;
+	sqlite3_close(p->db);
+	free(p);
 }

@@ -4,6 +4,7 @@
 #define SKILLFS_STATECHECK_H
 
 #include "buf.h"
+#include "pins.h"
 
 /* Opens the database at path read-only (no migration, no lock: a mounted
  * daemon may hold it meanwhile) and appends lines starting "state:" to
@@ -16,5 +17,16 @@
  * for a person), in enqueue order, and last "state: errors: N". A file
  * that cannot be opened or is not a database is an error. Returns the number of errors, or -1 on ENOMEM. */
 int statecheck_report(const char *path, struct buf *out);
+
+/* What the state database at path remembers of pinned sources, opened
+ * read-only as statecheck_report opens it: the files of each when it last
+ * matched (pins.h), for `skillfs check` to say which differ. NULL when
+ * there is no database there or it cannot be opened (a database older
+ * than schema 9 answers that nothing is recorded). */
+struct statecheck_pins;
+struct statecheck_pins *statecheck_pins_open(const char *path);
+/* Its pin_history, valid until statecheck_pins_close (NULL for NULL). */
+const struct pin_history *statecheck_pins(struct statecheck_pins *p);
+void statecheck_pins_close(struct statecheck_pins *p);
 
 #endif

@@ -178,6 +178,31 @@ static const char *const migrations[] = {
 	 * rows themselves hold the (large) texts. */
 	"ALTER TABLE messages ADD COLUMN rendered_bytes INTEGER;"
 	"CREATE INDEX messages_rendered_bytes ON messages(run_id, chat_id, rendered_bytes);",
+	/* 8 -> 9 (issue 19): what each run saw of its skills when it was
+	 * enqueued (runs.provenance; NULL for older runs); the audit trail of
+	 * catalogue changes, each row the JSON line the audit file shows at
+	 * byte pos of everything ever written (the file starts at the first
+	 * row kept); the catalogue as the trail last saw it (audit_state),
+	 * so changes made while no skillfs ran are recorded at the next
+	 * mount; and the files of each pinned source when it last matched
+	 * (pin_matches), to say which differ when it does not. */
+	"ALTER TABLE runs ADD COLUMN provenance TEXT;"
+	"CREATE TABLE audit ("
+	"  seq INTEGER PRIMARY KEY,"
+	"  ts INTEGER NOT NULL,"
+	"  pos INTEGER NOT NULL UNIQUE,"
+	"  line TEXT NOT NULL"
+	");"
+	"CREATE TABLE audit_state ("
+	"  key TEXT PRIMARY KEY NOT NULL,"
+	"  json TEXT NOT NULL"
+	") WITHOUT ROWID;"
+	"CREATE TABLE pin_matches ("
+	"  source TEXT PRIMARY KEY NOT NULL,"
+	"  digest TEXT NOT NULL,"
+	"  lines TEXT NOT NULL,"
+	"  ts INTEGER NOT NULL"
+	") WITHOUT ROWID;",
 };
 
 _Static_assert(sizeof migrations / sizeof *migrations == STORE_SCHEMA_VERSION,
@@ -972,6 +997,8 @@ static int read_run(sqlite3_stmt *s, struct run_row *r, char **err)
 		rc = col_owner(s, 20, &r->owner_gid, id, err);
 	if (rc == 0)
 		rc = col_str(s, 21, &r->workdir, err);
+	if (rc == 0)
+		rc = col_json(s, 22, &r->provenance, "provenance", id, err);
 	return rc;
 }
 
@@ -987,7 +1014,7 @@ int store_run_get(struct store *st, const char *id, struct run_row *out,
 		"SELECT id, seq, config, prompt, forced_skills, allowed_tools, "
 		"state, mode, chat_id, model, error, result, pending, input, "
 		"usage, created_at, updated_at, started_at, finished_at, "
-		"owner_uid, owner_gid, workdir FROM runs WHERE id = ?1", &s, err);
+		"owner_uid, owner_gid, workdir, provenance FROM runs WHERE id = ?1", &s, err);
 	if (rc == 0) {
 		sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
 		int step = sqlite3_step(s);
@@ -1023,6 +1050,7 @@ void run_row_free(struct run_row *r)
 	free(r->input);
 	json_decref(r->usage);
 	free(r->workdir);
+	json_decref(r->provenance);
 	memset(r, 0, sizeof *r);
 }
 
@@ -1305,6 +1333,15 @@ int store_run_enqueue(struct store *st, const char *id, const char *config,
 		      const char *prompt, const json_t *forced_skills,
 		      const json_t *allowed_tools, int64_t *seq, char **err)
 {
+	return store_run_enqueue_with(st, id, config, prompt, forced_skills, allowed_tools, NULL,
+				      seq, err);
+}
+
+int store_run_enqueue_with(struct store *st, const char *id, const char *config,
+			   const char *prompt, const json_t *forced_skills,
+			   const json_t *allowed_tools, const json_t *provenance, int64_t *seq,
+			   char **err)
+{
 	if (empty(id))
 		return no_run("", err);
 	if (empty(config) || empty(prompt)) {
@@ -1324,8 +1361,10 @@ int store_run_enqueue(struct store *st, const char *id, const char *config,
 	int rc = 0;
 	char *forced = dump(forced_skills, &rc, err);
 	char *allowed = forced ? dump(allowed_tools, &rc, err) : NULL;
-	char *event = allowed ? state_event(RUNSTATE_CREATED, RUNSTATE_QUEUED,
-					    &rc, err) : NULL;
+	char *prov = allowed && provenance ? dump(provenance, &rc, err) : NULL;
+	char *event = allowed && (prov || !provenance)
+			      ? state_event(RUNSTATE_CREATED, RUNSTATE_QUEUED, &rc, err)
+			      : NULL;
 	if (!event)
 		goto out;
 
@@ -1344,7 +1383,7 @@ int store_run_enqueue(struct store *st, const char *id, const char *config,
 		rc = prepare(st,
 			"UPDATE runs SET state = ?1, seq = ?2, config = ?3, "
 			"prompt = ?4, forced_skills = ?5, allowed_tools = ?6, "
-			"updated_at = ?7 WHERE id = ?8", &s, err);
+			"updated_at = ?7, provenance = ?9 WHERE id = ?8", &s, err);
 	if (rc == 0) {
 		sqlite3_bind_text(s, 1, runstate_name(RUNSTATE_QUEUED), -1,
 				  SQLITE_STATIC);
@@ -1355,6 +1394,10 @@ int store_run_enqueue(struct store *st, const char *id, const char *config,
 		sqlite3_bind_text(s, 6, allowed, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(s, 7, now);
 		sqlite3_bind_text(s, 8, id, -1, SQLITE_STATIC);
+		if (prov)
+			sqlite3_bind_text(s, 9, prov, -1, SQLITE_STATIC);
+		else
+			sqlite3_bind_null(s, 9);
 		rc = step_done(st, s, "enqueueing a run", err);
 	}
 	if (rc == 0)
@@ -1366,6 +1409,7 @@ int store_run_enqueue(struct store *st, const char *id, const char *config,
 out:
 	free(forced);
 	free(allowed);
+	free(prov);
 	free(event);
 	return rc;
 }
@@ -2120,5 +2164,292 @@ int store_events_text(struct store *st, const char *run_id, struct buf *out,
 	if (rc == 0 && b.len && buf_append(out, b.data, b.len) < 0)
 		rc = oom(err);
 	buf_free(&b);
+	return rc;
+}
+
+/* ---- the audit trail and what it remembers (issue 19) ----------------- */
+
+/* The byte just past the last line written (0 for none), lock held. */
+static int audit_end_locked(struct store *st, int64_t *end, char **err)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st, "SELECT pos + length(CAST(line AS BLOB)) FROM audit "
+			 "ORDER BY seq DESC LIMIT 1", &s, err);
+	if (rc)
+		return rc;
+	int step = sqlite3_step(s);
+	*end = step == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+	if (step != SQLITE_ROW && step != SQLITE_DONE)
+		rc = db_fail(st, err, "reading the audit trail");
+	release(st, s);
+	return rc;
+}
+
+/* Keeps the newest keep rows of the trail, lock held. */
+static int audit_trim_locked(struct store *st, int64_t keep, char **err)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st, "DELETE FROM audit WHERE seq <= "
+			 "(SELECT COALESCE(MAX(seq), 0) FROM audit) - ?1", &s, err);
+	if (rc == 0) {
+		sqlite3_bind_int64(s, 1, keep);
+		rc = step_done(st, s, "trimming the audit trail", err);
+	}
+	return rc;
+}
+
+/* Adds one event (an object) as the next line of the trail, lock held. */
+static int audit_insert_locked(struct store *st, const json_t *event, int64_t now,
+			       int64_t *end, char **err)
+{
+	char ts[32];
+	int64_t seq = 0;
+	format_ts(now, ts);
+	int rc = next_seq_locked(st, "SELECT COALESCE(MAX(seq), 0) + 1 FROM audit", NULL, NULL,
+				 &seq, err);
+	json_t *o = rc == 0 ? json_pack("{s:I, s:s}", "seq", (json_int_t)seq, "ts", ts) : NULL;
+	if (rc == 0 && (!o || json_object_update_missing(o, (json_t *)event) < 0))
+		rc = oom(err);
+	char *text = rc == 0 ? dump(o, &rc, err) : NULL;
+	json_decref(o);
+	char *line = NULL;
+	if (text && asprintf(&line, "%s\n", text) < 0)
+		rc = oom(err);
+	free(text);
+	sqlite3_stmt *s;
+	if (rc == 0 && (rc = prepare(st, "INSERT INTO audit (seq, ts, pos, line) "
+				     "VALUES (?1, ?2, ?3, ?4)", &s, err)) == 0) {
+		sqlite3_bind_int64(s, 1, seq);
+		sqlite3_bind_int64(s, 2, now);
+		sqlite3_bind_int64(s, 3, *end);
+		sqlite3_bind_text(s, 4, line, -1, SQLITE_STATIC);
+		rc = step_done(st, s, "adding to the audit trail", err);
+	}
+	if (rc == 0)
+		*end += (int64_t)strlen(line);
+	free(line);
+	return rc;
+}
+
+/* Sets (or, for a null state, deletes) one key of audit_state, lock held. */
+static int audit_state_put_locked(struct store *st, const char *key, const json_t *state,
+				  char **err)
+{
+	int rc = 0;
+	char *text = json_is_null(state) ? NULL : dump(state, &rc, err);
+	if (rc)
+		return rc;
+	sqlite3_stmt *s;
+	rc = prepare(st, text ? "INSERT OR REPLACE INTO audit_state (key, json) VALUES (?1, ?2)"
+			      : "DELETE FROM audit_state WHERE key = ?1", &s, err);
+	if (rc == 0) {
+		sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+		if (text)
+			sqlite3_bind_text(s, 2, text, -1, SQLITE_STATIC);
+		rc = step_done(st, s, "recording the catalogue's state", err);
+	}
+	free(text);
+	return rc;
+}
+
+int store_audit_record(struct store *st, const json_t *events, const json_t *states,
+		       int64_t keep, char **err)
+{
+	if ((events && !json_is_array(events)) || (states && !json_is_object(states)) || keep < 1) {
+		set_err(err, "audit: events must be a list and states an object");
+		return -EINVAL;
+	}
+	lock(st);
+	int64_t now = now_ns(), end = 0;
+	int rc = begin(st, err);
+	if (rc == 0)
+		rc = audit_end_locked(st, &end, err);
+	size_t i;
+	const json_t *v;
+	json_array_foreach(events, i, v) {
+		if (rc != 0)
+			break;
+		rc = json_is_object(v) ? audit_insert_locked(st, v, now, &end, err) : -EINVAL;
+	}
+	const char *key;
+	json_object_foreach((json_t *)states, key, v) {
+		if (rc != 0)
+			break;
+		rc = audit_state_put_locked(st, key, v, err);
+	}
+	/* Past twice the cap, back to the cap: the file shrinks from its
+	 * start seldom, so `tail -f` follows it. */
+	int64_t rows = 0;
+	if (rc == 0)
+		rc = next_seq_locked(st, "SELECT COALESCE((SELECT MAX(seq) FROM audit) - "
+				     "(SELECT MIN(seq) FROM audit) + 1, 0)", NULL, NULL, &rows, err);
+	/* (the seqs kept are contiguous: trimming takes the oldest) */
+	if (rc == 0 && rows > 2 * keep)
+		rc = audit_trim_locked(st, keep, err);
+	rc = finish(st, rc, err);
+	unlock(st);
+	return rc;
+}
+
+int store_audit_trim(struct store *st, int64_t keep, char **err)
+{
+	if (keep < 1)
+		return -EINVAL;
+	lock(st);
+	int rc = begin(st, err);
+	if (rc == 0)
+		rc = audit_trim_locked(st, keep, err);
+	rc = finish(st, rc, err);
+	unlock(st);
+	return rc;
+}
+
+/* The pos of the trail's first line kept (0 for none), lock held. */
+static int audit_start_locked(struct store *st, int64_t *start, char **err)
+{
+	sqlite3_stmt *s;
+	int rc = prepare(st, "SELECT pos FROM audit ORDER BY seq LIMIT 1", &s, err);
+	if (rc)
+		return rc;
+	int step = sqlite3_step(s);
+	*start = step == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+	if (step != SQLITE_ROW && step != SQLITE_DONE)
+		rc = db_fail(st, err, "reading the audit trail");
+	release(st, s);
+	return rc;
+}
+
+int store_audit_size(struct store *st, uint64_t *size, char **err)
+{
+	lock(st);
+	int64_t start = 0, end = 0;
+	int rc = audit_start_locked(st, &start, err);
+	if (rc == 0)
+		rc = audit_end_locked(st, &end, err);
+	unlock(st);
+	*size = rc == 0 && end > start ? (uint64_t)(end - start) : 0;
+	return rc;
+}
+
+int store_audit_read(struct store *st, uint64_t off, size_t size, struct buf *out, char **err)
+{
+	lock(st);
+	int64_t start = 0;
+	int rc = audit_start_locked(st, &start, err);
+	sqlite3_stmt *s;
+	int64_t from = start + (int64_t)off, to = from + (int64_t)size;
+	if (rc == 0)
+		rc = prepare(st, "SELECT pos, line FROM audit WHERE pos >= "
+			     "(SELECT COALESCE(MAX(pos), 0) FROM audit WHERE pos <= ?1) "
+			     "ORDER BY pos", &s, err);
+	if (rc == 0) {
+		sqlite3_bind_int64(s, 1, from);
+		int step;
+		while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+			int64_t pos = sqlite3_column_int64(s, 0);
+			const char *line = (const char *)sqlite3_column_text(s, 1);
+			int64_t len = sqlite3_column_bytes(s, 1);
+			if (pos >= to)
+				break;
+			int64_t a = from > pos ? from - pos : 0;
+			int64_t b = to < pos + len ? to - pos : len;
+			if (line && b > a && buf_append(out, line + a, (size_t)(b - a)) < 0) {
+				rc = oom(err);
+				break;
+			}
+		}
+		if (rc == 0 && step != SQLITE_ROW && step != SQLITE_DONE)
+			rc = db_fail(st, err, "reading the audit trail");
+		release(st, s);
+	}
+	unlock(st);
+	return rc;
+}
+
+int store_audit_state(struct store *st, json_t **out, char **err)
+{
+	*out = json_object();
+	if (!*out)
+		return oom(err);
+	lock(st);
+	sqlite3_stmt *s;
+	int rc = prepare(st, "SELECT key, json FROM audit_state", &s, err);
+	if (rc == 0) {
+		int step;
+		while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+			const char *key = (const char *)sqlite3_column_text(s, 0);
+			json_t *v = NULL;
+			rc = col_json(s, 1, &v, "the audit state", key ? key : "?", err);
+			if (rc == 0 && (!key || !v || json_object_set_new(*out, key, v) < 0))
+				rc = -EIO;
+			if (rc)
+				break;
+		}
+		if (rc == 0 && step != SQLITE_DONE)
+			rc = db_fail(st, err, "reading the audit state");
+		release(st, s);
+	}
+	unlock(st);
+	if (rc) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+int store_pin_match(struct store *st, const char *source, const char *digest,
+		    struct strlist *lines, char **err)
+{
+	lock(st);
+	sqlite3_stmt *s;
+	int found = 0;
+	int rc = prepare(st, "SELECT lines FROM pin_matches WHERE source = ?1 AND digest = ?2",
+			 &s, err);
+	if (rc == 0) {
+		sqlite3_bind_text(s, 1, source, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 2, digest, -1, SQLITE_STATIC);
+		int step = sqlite3_step(s);
+		json_t *a = NULL;
+		if (step == SQLITE_ROW) {
+			rc = col_json(s, 0, &a, "a pinned source's files", source, err);
+			size_t i;
+			json_t *v;
+			json_array_foreach(a, i, v) {
+				if (rc == 0 && strlist_add(lines, json_string_value(v) ?: "") < 0)
+					rc = oom(err);
+			}
+			found = rc == 0;
+		} else if (step != SQLITE_DONE) {
+			rc = db_fail(st, err, "reading a pinned source's files");
+		}
+		json_decref(a);
+		release(st, s);
+	}
+	unlock(st);
+	return rc ? rc : found;
+}
+
+int store_pin_match_put(struct store *st, const char *source, const char *digest,
+			const struct strlist *lines, char **err)
+{
+	json_t *a = strlist_to_json(lines);
+	int rc = a ? 0 : oom(err);
+	char *text = rc == 0 ? dump(a, &rc, err) : NULL;
+	json_decref(a);
+	if (rc)
+		return rc;
+	lock(st);
+	sqlite3_stmt *s;
+	rc = prepare(st, "INSERT OR REPLACE INTO pin_matches (source, digest, lines, ts) "
+		     "VALUES (?1, ?2, ?3, ?4)", &s, err);
+	if (rc == 0) {
+		sqlite3_bind_text(s, 1, source, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 2, digest, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 3, text, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 4, now_ns());
+		rc = step_done(st, s, "recording a pinned source's files", err);
+	}
+	unlock(st);
+	free(text);
 	return rc;
 }

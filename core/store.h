@@ -20,6 +20,10 @@
  *      as for every row written before)
  *   7  step_starts: the steps (a tool call with side effects, a model
  *      call) committed as started before they run (none for older runs)
+ *   8  messages.rendered_bytes: each message's size in messages.json
+ *   9  runs.provenance (NULL for older runs), audit (the audit trail),
+ *      audit_state (the catalogue as the trail last saw it),
+ *      pin_matches (each pinned source's files when it last matched)
  * A database of a newer version than STORE_SCHEMA_VERSION is refused.
  *
  * Durability: WAL journal with synchronous=NORMAL. Every call returns only
@@ -54,7 +58,7 @@
 #include "runstate.h"
 #include "strlist.h"
 
-#define STORE_SCHEMA_VERSION 8
+#define STORE_SCHEMA_VERSION 9
 
 struct store;
 
@@ -86,6 +90,9 @@ struct run_row {
 	int64_t owner_gid;    /* not recorded (made before schema 5) */
 	char *workdir;        /* the project directory (resolved, absolute),
 	                         or NULL: the run works in its workspace */
+	json_t *provenance;   /* what the run saw of its skills when it was
+	                         enqueued (provenance.h), or NULL (none
+	                         stored: enqueued before schema 9) */
 };
 
 /* One chat of a run (a sub-agent; the main chat may have a row too). */
@@ -216,6 +223,13 @@ int store_run_enqueue(struct store *st, const char *id, const char *config,
 		      const char *prompt, const json_t *forced_skills,
 		      const json_t *allowed_tools, int64_t *seq, char **err);
 
+/* store_run_enqueue, storing provenance (any JSON, may be NULL) with the
+ * run in the same transaction. */
+int store_run_enqueue_with(struct store *st, const char *id, const char *config,
+			   const char *prompt, const json_t *forced_skills,
+			   const json_t *allowed_tools, const json_t *provenance, int64_t *seq,
+			   char **err);
+
 /* Moves a run from `from` to `to` and applies ch (may be NULL), atomically:
  * -EBUSY (nothing changed) when the run's state is not `from` (compare and
  * set); -EINVAL when runstate_can_move(from, to) refuses, or when to is
@@ -339,5 +353,43 @@ int store_step_started(struct store *st, const char *run_id, const char *chat_id
  * and any other data value is under "data". -ENOENT when there is no run. */
 int store_events_text(struct store *st, const char *run_id, struct buf *out,
 		      char **err);
+
+/* ---- the audit trail (issue 19) ----
+ * Each event of the catalogue is one line of the audit file, as
+ * {"seq": n, "ts": "2025-01-02T03:04:05.678Z", <the event's members>},
+ * stored as it is shown: the file is the lines kept, oldest first, and a
+ * line once written never changes, so the file only grows (`tail -f`)
+ * until it is trimmed (store_audit_trim, and past twice the cap). */
+
+/* Appends events (a JSON array of objects, may be NULL) to the trail and
+ * applies states (an object: key to the state to keep, or null to forget
+ * it; may be NULL) to audit_state, in one transaction; when more than
+ * 2 x keep lines are kept, the oldest go down to keep. -EINVAL for
+ * malformed arguments or keep < 1. */
+int store_audit_record(struct store *st, const json_t *events, const json_t *states,
+		       int64_t keep, char **err);
+
+/* Keeps the newest keep lines of the trail (keep >= 1). */
+int store_audit_trim(struct store *st, int64_t keep, char **err);
+
+/* The bytes of the audit file: the lines kept. */
+int store_audit_size(struct store *st, uint64_t *size, char **err);
+
+/* Appends to out the bytes [off, off + size) of the audit file (fewer at
+ * its end). O(log n + lines read). */
+int store_audit_read(struct store *st, uint64_t off, size_t size, struct buf *out, char **err);
+
+/* *out: a new object of every key of audit_state and its state. */
+int store_audit_state(struct store *st, json_t **out, char **err);
+
+/* The files of pinned source source when it last matched, if that was
+ * with digest: 1 with them appended to lines; 0 when none is recorded. */
+int store_pin_match(struct store *st, const char *source, const char *digest,
+		    struct strlist *lines, char **err);
+
+/* Records the files (lines) of pinned source source, matching digest,
+ * replacing what was recorded for it. */
+int store_pin_match_put(struct store *st, const char *source, const char *digest,
+			const struct strlist *lines, char **err);
 
 #endif

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "buf.h"
 #include "claude.h"
 #include "filecache.h"
@@ -21,12 +22,15 @@ static const char readme_text[] =
 	"skillfs: agent skills and agent runs as files\n"
 	"\n"
 	"tools                       the registered tools, one per line\n"
+	"audit                       catalogue changes, one JSON object per line\n"
+	"                            (tail -f audit follows it)\n"
 	"skills/<name>/SKILL.md      the skill's source file, byte for byte\n"
 	"skills/<name>/description   its description\n"
 	"skills/<name>/allowed-tools what it declares, one item per line; absent when\n"
 	"                            it declares nothing, empty when it declares []\n"
 	"skills/<name>/mode          inline or subagent, why, and the sub-agent tools\n"
 	"skills/<name>/skill.json    everything parsed, trust, source, warnings, errors\n"
+	"skills/<name>/findings      injection findings: file:line: level: pattern: why\n"
 	"skills/<name>/files/        the skill's other files (owner-executable: 0555)\n"
 	"skills/<name>/sub-skills/   skills in its skills/ directory, same layout\n"
 	"configs/<cfg>/skills/<name>/\n"
@@ -89,7 +93,7 @@ static int split(const char *path, struct comps *p)
  * (or owned, when owned_data is set); backing files are read from disk. */
 enum node_kind {
 	N_ROOT, N_README, N_TOOLS, N_SKILLS, N_SKILL, N_SUBS, N_CONFIGS, N_CONFIG,
-	N_GATE, N_CLAUDE, N_TEXT, N_BACKING_DIR, N_BACKING_FILE, N_RUNS, N_RUN_DIR,
+	N_GATE, N_CLAUDE, N_TEXT, N_BACKING_DIR, N_BACKING_FILE, N_RUNS, N_RUN_DIR, N_AUDIT,
 };
 
 struct node {
@@ -302,6 +306,13 @@ static int resolve_skill(struct snapshot *s, struct node *n, const struct skill 
 			return set_text(n, t->json, t->json_len, sk->st_mtim);
 		return set_text(n, t->mode, t->mode_len, sk->st_mtim);
 	}
+	if (ce && strcmp(f, "findings") == 0) {
+		if (scan_findings_text(ce->scan, &b) < 0) {
+			buf_free(&b);
+			return -ENOMEM;
+		}
+		return set_owned_text(n, &b, sk->st_mtim);
+	}
 	if (!ce && strcmp(f, "skill.json") == 0) {
 		json_t *j = skill_to_json(sk);
 		int rc = json_text_append(&b, j, JSON_INDENT(2) | JSON_SORT_KEYS);
@@ -318,6 +329,29 @@ static int resolve_skill(struct snapshot *s, struct node *n, const struct skill 
 static struct runs *runs_of(struct snapshot *s)
 {
 	return s->engine ? engine_runs(s->engine) : NULL;
+}
+
+static struct audit *audit_of(struct snapshot *s)
+{
+	return runs_audit(runs_of(s));
+}
+
+/* The audit file: it grows while read (never cached: direct I/O), its
+ * lines read from the store. */
+static int resolve_audit(struct snapshot *s, struct node *n)
+{
+	struct audit *a = audit_of(s);
+	uint64_t size = 0;
+	if (!a)
+		return -ENOENT;
+	int rc = audit_file_size(a, &size, &n->mtime);
+	if (rc < 0)
+		return rc;
+	n->kind = N_AUDIT;
+	n->type = VIEW_FILE;
+	n->live = true;
+	n->len = (size_t)size;
+	return 0;
 }
 
 static int resolve_runs(struct snapshot *s, struct node *n, const struct comps *p)
@@ -487,6 +521,8 @@ static int resolve_for(struct snapshot *s, const char *path, struct node *n, boo
 	}
 	if (strcmp(top, "runs") == 0)
 		return resolve_runs(s, n, &p);
+	if (strcmp(top, "audit") == 0 && p.n == 1)
+		return resolve_audit(s, n);
 	if (strcmp(top, "configs") == 0) {
 		const struct config *c = snapshot_config(s);
 		if (p.n == 1) {
@@ -567,7 +603,7 @@ int view_read_all(struct snapshot *s, const char *path, char **data, size_t *len
 	int rc = resolve(s, path, &n);
 	if (rc == 0 && n.type != VIEW_FILE)
 		rc = -EISDIR;
-	else if (rc == 0 && n.kind == N_BACKING_FILE)
+	else if (rc == 0 && (n.kind == N_BACKING_FILE || n.kind == N_AUDIT))
 		rc = -EINVAL;
 	if (rc == 0) {
 		if (n.owned_data && n.data == n.owned_data) {
@@ -595,6 +631,8 @@ ssize_t view_read(struct snapshot *s, const char *path, uint64_t off, size_t siz
 		goto out;
 	if (n.type != VIEW_FILE) {
 		rc = -EISDIR;
+	} else if (n.kind == N_AUDIT) {
+		rc = audit_file_read(audit_of(s), off, size, dst);
 	} else if (n.kind == N_BACKING_FILE) {
 		int fd = open(n.backing, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
@@ -720,6 +758,8 @@ int view_readdir(struct snapshot *s, const char *path, struct view_dirent **ents
 		     add(&l, "skills", VIEW_DIR) | add(&l, "tools", VIEW_FILE);
 		if (runs_of(s))
 			a |= add(&l, "runs", VIEW_DIR);
+		if (audit_of(s))
+			a |= add(&l, "audit", VIEW_FILE);
 		break;
 	case N_RUNS: {
 		struct strlist ids = { 0 };
@@ -758,7 +798,7 @@ int view_readdir(struct snapshot *s, const char *path, struct view_dirent **ents
 		if (sk->allowed_tools.declared)
 			a |= add(&l, "allowed-tools", VIEW_FILE);
 		if (n.entry)
-			a |= add(&l, "mode", VIEW_FILE);
+			a |= add(&l, "mode", VIEW_FILE) | add(&l, "findings", VIEW_FILE);
 		if (sk->nsubs)
 			a |= add(&l, "sub-skills", VIEW_DIR);
 		break;
@@ -819,6 +859,11 @@ out:
 	view_dirents_free(l.e, l.n);
 	node_release(&n);
 	return rc;
+}
+
+bool view_direct_io(const char *path)
+{
+	return strncmp(path, "runs/", 5) == 0 || strcmp(path, "audit") == 0;
 }
 
 bool view_skill_of(const char *path, const char **name, size_t *len)

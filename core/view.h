@@ -63,6 +63,11 @@ ssize_t view_read(struct snapshot *s, const char *path, uint64_t off, size_t siz
  * negative errno (-EISDIR, -EINVAL for a backed file, -ENOENT, ...). */
 int view_read_all(struct snapshot *s, const char *path, char **data, size_t *len);
 
+/* Whether reads of file path must reach the daemon each time (direct
+ * I/O, nothing kept in the page cache): its bytes change while it is open
+ * (the files under runs/, and the audit file, which grows). */
+bool view_direct_io(const char *path);
+
 /* Whether path is the directory of a skill in the catalogue (the unit of
  * invalidation), and which: sets *name to the component after "skills/". */
 bool view_skill_of(const char *path, const char **name, size_t *len);

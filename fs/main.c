@@ -1,6 +1,7 @@
 /* skillfs: the command line. Parses arguments, opens the engine, and
  * either mounts or runs `skillfs check`; `skillfs run` and `skillfs runs`
- * go to the client (client.h), which needs no engine. */
+ * go to the client (client.h), which needs no engine; `skillfs fingerprint`
+ * prints a directory's digest. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "catalog.h"
 #include "check.h"
 #include "client.h"
 #include "config.h"
@@ -24,6 +26,7 @@ static const char usage[] =
 	"       skillfs CONFIG MOUNTPOINT [-o OPT,...]     (as mount -t fuse.skillfs runs it)\n"
 	"       skillfs check [-c CONFIG] [-s SKILLS_DIR]... [-r SKILLS_DIR]... [--state DB]\n"
 	"                     [--claude]\n"
+	"       skillfs fingerprint [-r] DIR\n"
 	"%s"
 	"       skillfs --help | --version\n"
 	"\n"
@@ -49,7 +52,10 @@ static const char usage[] =
 	"the runs a mount would take up again) without changing it; it exits 1\n"
 	"when the database is damaged or cannot be used.\n"
 	"With --claude it also prints each configuration's Claude Code settings,\n"
-	"as configs/<cfg>/claude/settings.json holds them, and their warnings.\n";
+	"as configs/<cfg>/claude/settings.json holds them, and their warnings.\n"
+	"`skillfs fingerprint DIR` prints the digest of the files of DIR's skills\n"
+	"(-r: of the skills at any depth below it, as a recursive source) as\n"
+	"sha256:HEX, the value of sources[].fingerprint that pins DIR to them.\n";
 
 struct cli {
 	const char *config;
@@ -257,15 +263,52 @@ static int run_state_check(const char *path)
 	return print_report(&out, statecheck_report(path, &out));
 }
 
-static int run_check(struct engine *e, bool claude)
+static int run_check(struct engine *e, const char *state, bool claude)
 {
+	/* A pinned source that does not match is compared with what the
+	 * state database recorded when it last matched (read-only). */
+	char *path = engine_state_path(e, state);
+	struct statecheck_pins *pins = statecheck_pins_open(path);
+	free(path);
+	if (pins) {
+		engine_set_pin_history(e, statecheck_pins(pins));
+		engine_reload(e, false, NULL);
+	}
 	struct snapshot *s = engine_snapshot(e);
 	struct buf out = { 0 };
 	struct check_options opts = { .claude = claude };
 	int errors = check_report_opts(snapshot_config(s), s->catalog, s->config_error, &opts,
 				       &out);
 	snapshot_unref(s);
+	engine_set_pin_history(e, NULL);
+	statecheck_pins_close(pins);
 	return print_report(&out, errors);
+}
+
+/* skillfs fingerprint [-r] DIR: 0 and the digest on stdout; 1 when a
+ * file could not be read (the digest printed would never match) or DIR
+ * cannot be read; 2 for a usage error. */
+static int run_fingerprint(int argc, char **argv)
+{
+	bool recursive = false;
+	int i = 2;
+	if (i < argc && (strcmp(argv[i], "-r") == 0 || strcmp(argv[i], "--recursive") == 0)) {
+		recursive = true;
+		i++;
+	}
+	if (i != argc - 1) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	char digest[FP_TEXT_SIZE], *err = NULL;
+	int rc = catalog_fingerprint(argv[i], recursive, NULL, digest, &err);
+	if (rc >= 0)
+		printf("%s\n", digest);
+	if (rc != 0)
+		fprintf(stderr, "skillfs fingerprint: %s%s\n", rc > 0 ? "not every file could be "
+				"read, so this digest will not match: " : "", err ? err : "out of memory");
+	free(err);
+	return rc == 0 ? 0 : 1;
 }
 
 int main(int argc, char **argv)
@@ -275,6 +318,8 @@ int main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "runs") == 0)
 		return client_runs(argc - 1, argv + 1);
 	struct cli cli = { 0 };
+	if (argc > 1 && strcmp(argv[1], "fingerprint") == 0)
+		return run_fingerprint(argc, argv);
 	if (parse(argc, argv, &cli) < 0) {
 		cli_free(&cli);
 		return 2;
@@ -308,7 +353,7 @@ int main(int argc, char **argv)
 	int status;
 	char *mountpoint = NULL, *state = NULL;
 	if (cli.check) {
-		status = run_check(e, cli.claude);
+		status = run_check(e, cli.state, cli.claude);
 		if (cli.state) {
 			int st = run_state_check(cli.state);
 			status = st > status ? st : status;

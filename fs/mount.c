@@ -375,7 +375,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			fuse_reply_err(req, EACCES);
 			return;
 		}
-		fi->keep_cache = 1;
+		/* A file that grows while read (audit): every read reaches us,
+		 * whatever size the kernel last saw. */
+		fi->direct_io = view_direct_io(path);
+		fi->keep_cache = !fi->direct_io;
 		fi->noflush = 1;
 	}
 	/* Not delivered (the opener was interrupted): no RELEASE will come. */

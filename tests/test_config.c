@@ -1276,6 +1276,69 @@ static void test_runs_workdir_roots(void **state)
 	free(err);
 }
 
+/* ---- issue 19: the tool ceiling, pins, acknowledged skills, audit.keep ---- */
+
+static void test_S9_ceiling_pin_acknowledged_and_audit_keep(void **state)
+{
+	(void)state;
+	struct config *c = parse_ok(
+		"sources:\n"
+		"  - {path: a, fingerprint: sha256:"
+		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef}\n"
+		"  - {path: b}\n"
+		"skills: {acknowledged: [wild, other]}\n"
+		"audit: {keep: 50}\n"
+		"configurations:\n"
+		"  capped: {tools: [read, \"Bash(git log:*)\"], skills: [x]}\n"
+		"  closed: {tools: []}\n"
+		"  open: {skills: [x]}\n");
+	assert_string_equal(c->sources[0].fingerprint,
+			    "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
+	assert_null(c->sources[1].fingerprint);
+	assert_true(config_skill_acknowledged(c, "wild"));
+	assert_false(config_skill_acknowledged(c, "tame"));
+	assert_int_equal(c->audit_keep, 50);
+	const struct configuration *cf = config_find(c, "capped");
+	assert_true(cf->has_ceiling);
+	assert_int_equal(cf->ceiling.n, 2);
+	assert_string_equal(cf->ceiling.items[1], "Bash(git log:*)");
+	cf = config_find(c, "closed");
+	assert_true(cf->has_ceiling); /* an empty ceiling allows no tool */
+	assert_int_equal(cf->ceiling.n, 0);
+	assert_false(config_find(c, "open")->has_ceiling);
+	config_free(c);
+	c = parse_ok("{}");
+	assert_int_equal(c->audit_keep, CONFIG_DEFAULT_AUDIT_KEEP);
+	config_free(c);
+}
+
+/* A pin or a ceiling that cannot be read is an error: read as absent, it
+ * would load a source unchecked or leave a configuration uncapped. */
+static void test_S9_bad_pin_and_ceiling_are_errors(void **state)
+{
+	(void)state;
+	static const char *const pins[] = {
+		"sha256:ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef0123456789",
+		"sha256:0123", "md5:0123456789abcdef0123456789abcdef", "[x]",
+	};
+	for (size_t i = 0; i < sizeof pins / sizeof *pins; i++) {
+		char text[256];
+		snprintf(text, sizeof text, "sources:\n  - path: a\n    fingerprint: %s\n", pins[i]);
+		char *err = parse_err(text);
+		assert_prefix(err, "config.yaml:3: sources[0].fingerprint: ");
+		free(err);
+	}
+	char *err = parse_err("configurations:\n  c:\n    tools: read\n");
+	assert_prefix(err, "config.yaml:3: configurations.c.tools: expected a list");
+	free(err);
+	err = parse_err("configurations:\n  c: {tools: [read, [bash]]}\n");
+	assert_prefix(err, "config.yaml:2: configurations.c.tools[1]: ");
+	free(err);
+	err = parse_err("audit: {keep: 0}\n");
+	assert_prefix(err, "config.yaml:1: audit.keep: ");
+	free(err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest t[] = {
@@ -1334,6 +1397,8 @@ int main(void)
 		cmocka_unit_test(test_S9_second_document_is_a_warning),
 		cmocka_unit_test(test_S7_budget_keys_one_at_a_time),
 		cmocka_unit_test(test_S7_budget_bad_values_name_the_key),
+		cmocka_unit_test(test_S9_ceiling_pin_acknowledged_and_audit_keep),
+		cmocka_unit_test(test_S9_bad_pin_and_ceiling_are_errors),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);
 }

@@ -1615,6 +1615,206 @@ static void test_check_counts_orphaned_and_invalid_attached(void **st)
 	fx_free(&f);
 }
 
+/* ---- the tool ceiling (issue 19; DESIGN.md section 9:
+ * configurations.<cfg>.tools, "optional ceiling: list ∩ ceiling") ---- */
+
+/* One configuration attaching one skill (front-matter fm, NULL: none
+ * declared) under ceiling (NULL-terminated; NULL: an empty ceiling). */
+struct ceiling_case {
+	const char *fm;
+	const char *ceiling[4];
+	const char *allowed;  /* configs/<cfg>/allowed-tools after the cap */
+	const char *warning;  /* a warning that must be there, or NULL */
+};
+
+static struct resolution *resolve_capped(struct fx *f, const char *fm,
+					 const char *const *ceiling)
+{
+	struct sk sks[] = { { "s", fm, TRUST_FIRST_PARTY, false, false } };
+	fx_init(f, sks, 1);
+	fx_attach(f, "s", true);
+	f->conf.has_ceiling = true;
+	for (size_t i = 0; ceiling && ceiling[i]; i++)
+		assert_int_equal(strlist_add(&f->conf.ceiling, ceiling[i]), 0);
+	return fx_resolve(f, NULL, 0);
+}
+
+static void capped_free(struct fx *f, struct resolution *r)
+{
+	resolution_free(r);
+	strlist_free(&f->conf.ceiling);
+	fx_free(f);
+}
+
+/* Every policy (all, [], a list, invalid: D1) against ceilings of plain
+ * tools and of patterns, each combination of plain and patterned on the
+ * two sides, and ceiling items that allow nothing. */
+static void test_ceiling_caps_every_policy_and_pattern(void **st)
+{
+	(void)st;
+	static const struct ceiling_case cases[] = {
+		/* policy all (R2): the ceiling is the list */
+		{ NULL, { "read", "Bash(git log:*)", NULL }, "bash(git log:*)\nread\n", NULL },
+		{ NULL, { NULL }, "", NULL },
+		{ NULL, { "Terminal(git log:*)", "terminal", NULL }, "terminal\n", NULL },
+		/* R3: declared [] stays empty; a ceiling never widens */
+		{ "allowed-tools: []\n", { "read", NULL }, "", NULL },
+		/* a list: what the ceiling does not name goes */
+		{ "allowed-tools: [read, write, bash]\n", { "read", "Bash(git diff:*)", NULL },
+		  "bash(git diff:*)\nread\n", NULL },
+		{ "allowed-tools: [bash]\n", { "bash", NULL }, "bash\n", NULL },
+		/* plain ∩ pattern, both ways */
+		{ "allowed-tools: [\"Bash(git diff:*)\"]\n", { "bash", NULL }, "bash(git diff:*)\n",
+		  NULL },
+		/* pattern ∩ pattern: the longer when one's words begin the other's */
+		{ "allowed-tools: [\"Bash(git:*)\"]\n", { "Bash(git diff:*)", NULL },
+		  "bash(git diff:*)\n", NULL },
+		{ "allowed-tools: [\"Bash(git diff:*)\"]\n", { "Bash(git:*)", NULL },
+		  "bash(git diff:*)\n", NULL },
+		/* ... else nothing: words, not characters */
+		{ "allowed-tools: [\"Bash(git diff:*)\"]\n", { "Bash(git difftool:*)", NULL }, "",
+		  NULL },
+		{ "allowed-tools: [\"Bash(git diff:*)\", \"Bash(ls:*)\"]\n",
+		  { "Bash(git:*)", "Bash(ls -l:*)", NULL }, "bash(git diff:*)\nbash(ls -l:*)\n",
+		  NULL },
+		/* domain patterns meet by subdomain */
+		{ "allowed-tools: [\"WebFetch(domain:example.com)\"]\n",
+		  { "WebFetch(domain:docs.example.com)", NULL },
+		  "webfetch(domain:docs.example.com)\n", NULL },
+		/* Claude Code names, any case */
+		{ "allowed-tools: [Read, Write]\n", { "Write", NULL }, "write\n", NULL },
+		/* ceiling items that allow nothing: left out, warned, narrower */
+		{ "allowed-tools: [read]\n", { "Read(x:*)", NULL }, "",
+		  "ceiling (tools:) item 'Read(x:*)' allows nothing: 'read' takes no command pattern" },
+		{ "allowed-tools: [bash]\n", { "Bash()", NULL }, "",
+		  "ceiling (tools:) item 'Bash()' allows nothing: empty command pattern" },
+		{ "allowed-tools: [read]\n", { "nope", "read", NULL }, "read\n",
+		  "'nope' is not a registered tool" },
+		/* D1: an invalid skill declares [] whatever the ceiling */
+		{ "allowed-tools: [read]\nallowed-tools: [read]\n", { "read", NULL }, "", NULL },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		const struct ceiling_case *c = &cases[i];
+		struct fx f;
+		struct resolution *r = resolve_capped(&f, c->fm, c->ceiling);
+		if (strcmp(file(r, "allowed-tools"), c->allowed) != 0)
+			fail_msg("case %zu: allowed-tools [%s], expected [%s]", i,
+				 file(r, "allowed-tools"), c->allowed);
+		assert_true(r->grants.capped);
+		assert_int_equal(r->grants.policy, GRANTS_LIST);
+		if (c->warning && !has_warning(&r->warnings, c->warning))
+			fail_msg("case %zu: no warning '%s'", i, c->warning);
+		/* enforced as listed (R5): nothing the ceiling left out passes */
+		if (!strstr(c->allowed, "bash"))
+			assert_false(grants_permits(&r->grants, "bash", "git diff"));
+		if (!strstr(c->allowed, "read"))
+			assert_false(grants_has(&r->grants, "read"));
+		capped_free(&f, r);
+	}
+}
+
+/* What the ceiling took is recorded per line (grants.json "ceiling"), the
+ * skills' provenance stays, and a call is checked against the capped list. */
+static void test_ceiling_records_what_it_removed(void **st)
+{
+	(void)st;
+	static const char *const ceiling[] = { "read", "Bash(git diff:*)", NULL };
+	struct fx f;
+	struct resolution *r = resolve_capped(&f, "allowed-tools: [read, write, bash]\n", ceiling);
+	const struct grants *g = &r->grants;
+	assert_int_equal(g->ncut, 2);
+	assert_string_equal(g->cut[0].item, "bash");
+	assert_int_equal(g->cut[0].kept.n, 1);
+	assert_string_equal(g->cut[0].kept.items[0], "bash(git diff:*)");
+	assert_string_equal(g->cut[1].item, "write");
+	assert_int_equal(g->cut[1].kept.n, 0);
+	assert_true(grants_permits(g, "bash", "git diff --stat"));
+	assert_false(grants_permits(g, "bash", "git push"));
+	assert_false(grants_has(g, "write"));
+	const struct grant_tool *t = grants_find(g, "read");
+	assert_non_null(t);
+	assert_int_equal(t->nby, 1);
+	assert_string_equal(t->by[0].skill, "s");
+	json_error_t jerr;
+	json_t *j = json_loads(file(r, "grants.json"), 0, &jerr);
+	assert_non_null(j);
+	json_t *c = json_object_get(j, "ceiling");
+	assert_true(json_is_object(c));
+	assert_int_equal(json_array_size(json_object_get(c, "tools")), 2);
+	json_t *removed = json_object_get(c, "removed");
+	assert_int_equal(json_array_size(removed), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(removed, 1), "item")),
+			    "write");
+	json_decref(j);
+	capped_free(&f, r);
+}
+
+/* R6/R7 unchanged: the stored list is the capped one (round trip, the
+ * ceiling kept), and stored ∩ now keeps it narrowed. */
+static void test_ceiling_stored_list_round_trip_and_R7(void **st)
+{
+	(void)st;
+	static const char *const ceiling[] = { "Bash(git:*)", NULL };
+	struct fx f;
+	struct resolution *r = resolve_capped(&f, "allowed-tools: [bash, read]\n", ceiling);
+	json_t *j = grants_to_json(&r->grants);
+	char *text = json_dumps(j, JSON_COMPACT);
+	struct grants back, now, out;
+	char *err = NULL;
+	assert_int_equal(grants_from_json(j, &back, &err), 0);
+	json_t *j2 = grants_to_json(&back);
+	char *text2 = json_dumps(j2, JSON_COMPACT);
+	assert_string_equal(text, text2);
+	assert_true(back.capped);
+	/* now: the skill grants everything again, no ceiling: stored wins */
+	const char *np[] = { NULL };
+	one_tool(&now, "bash", np, 0);
+	assert_int_equal(grants_intersect(&back, &now, &out), 0);
+	assert_true(grants_permits(&out, "bash", "git status"));
+	assert_false(grants_permits(&out, "bash", "rm -rf x"));
+	assert_true(out.capped);
+	grants_free(&out);
+	grants_free(&now);
+	grants_free(&back);
+	json_decref(j);
+	json_decref(j2);
+	free(text);
+	free(text2);
+	capped_free(&f, r);
+}
+
+/* grants_cap alone (the call a rendering of the list makes): g is left
+ * as it was; a ceiling item naming a tool that cannot work here is no
+ * warning; with no ceiling item at all, nothing is left. */
+static void test_ceiling_cap_is_pure(void **st)
+{
+	(void)st;
+	const char *np[] = { NULL };
+	struct grants g, out;
+	one_tool(&g, "bash", np, 0);
+	struct strlist ceiling = { 0 }, reg = { 0 }, unavailable = { 0 };
+	assert_int_equal(strlist_add(&ceiling, "python"), 0);
+	assert_int_equal(strlist_add(&ceiling, "Bash(make:*)"), 0);
+	assert_int_equal(strlist_add(&reg, "bash"), 0);
+	assert_int_equal(strlist_add(&unavailable, "python"), 0);
+	assert_int_equal(grants_cap(&g, &ceiling, &reg, &unavailable, &out), 0);
+	assert_int_equal(out.warnings.n, 0);
+	assert_true(grants_permits(&out, "bash", "make all"));
+	assert_false(grants_permits(&out, "bash", "makeall"));
+	assert_true(grants_permits(&g, "bash", "rm x")); /* g unchanged */
+	assert_false(g.capped);
+	grants_free(&out);
+	struct strlist none = { 0 };
+	assert_int_equal(grants_cap(&g, &none, &reg, NULL, &out), 0);
+	assert_int_equal(out.n, 0);
+	assert_false(grants_has(&out, "bash"));
+	grants_free(&out);
+	grants_free(&g);
+	strlist_free(&ceiling);
+	strlist_free(&reg);
+	strlist_free(&unavailable);
+}
+
 int main(void)
 {
 	const struct CMUnitTest t[] = {
@@ -1670,6 +1870,10 @@ int main(void)
 		cmocka_unit_test(test_D5_subagent_tools_within_allow_list),
 		cmocka_unit_test(test_D3_subagent_tools_patterns_never_widen),
 		cmocka_unit_test(test_check_counts_orphaned_and_invalid_attached),
+		cmocka_unit_test(test_ceiling_caps_every_policy_and_pattern),
+		cmocka_unit_test(test_ceiling_records_what_it_removed),
+		cmocka_unit_test(test_ceiling_stored_list_round_trip_and_R7),
+		cmocka_unit_test(test_ceiling_cap_is_pure),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);
 }

@@ -1683,20 +1683,25 @@ static void test_messages_json_size_equals_its_rendering(void **state)
 /* A database of schema 7 gets the sizes' column; its messages have none,
  * so the size says it must be rendered (-EAGAIN) until the chat has only
  * messages stored since, and what is rendered is unchanged. */
+/* What schema versions 2 to 7 added to version 1 (the tables as they
+ * were then, without data), for the migration tests from 7 and 8. */
+static const char v2_to_v7[] =
+	"ALTER TABLE runs ADD COLUMN allowed_tools TEXT;"
+	"ALTER TABLE chats ADD COLUMN tools TEXT;"
+	"ALTER TABLE runs ADD COLUMN owner_uid INTEGER;"
+	"ALTER TABLE runs ADD COLUMN owner_gid INTEGER;"
+	"ALTER TABLE runs ADD COLUMN workdir TEXT;"
+	"CREATE TABLE step_starts (run_id TEXT NOT NULL REFERENCES runs(id) "
+	" ON DELETE CASCADE, chat_id TEXT NOT NULL, msg_seq INTEGER NOT NULL,"
+	" call INTEGER NOT NULL, what TEXT NOT NULL, ts INTEGER NOT NULL,"
+	" PRIMARY KEY (run_id, chat_id, msg_seq, call)) WITHOUT ROWID;";
+
 static void test_v7_database_migrates_and_old_messages_are_rendered(void **state)
 {
 	struct fx *f = *state;
 	raw_exec(f->db, v1_schema);
+	raw_exec(f->db, v2_to_v7);
 	raw_exec(f->db,
-		"ALTER TABLE runs ADD COLUMN allowed_tools TEXT;"
-		"ALTER TABLE chats ADD COLUMN tools TEXT;"
-		"ALTER TABLE runs ADD COLUMN owner_uid INTEGER;"
-		"ALTER TABLE runs ADD COLUMN owner_gid INTEGER;"
-		"ALTER TABLE runs ADD COLUMN workdir TEXT;"
-		"CREATE TABLE step_starts (run_id TEXT NOT NULL REFERENCES runs(id) "
-		" ON DELETE CASCADE, chat_id TEXT NOT NULL, msg_seq INTEGER NOT NULL,"
-		" call INTEGER NOT NULL, what TEXT NOT NULL, ts INTEGER NOT NULL,"
-		" PRIMARY KEY (run_id, chat_id, msg_seq, call)) WITHOUT ROWID;"
 		"INSERT INTO runs (id, config, forced_skills, state, chat_id, created_at,"
 		" updated_at) VALUES ('old', 'default', '[]', 'running', 'main', 100, 100);"
 		"INSERT INTO messages (run_id, chat_id, seq, role, json, ts) VALUES"
@@ -1726,6 +1731,145 @@ static void test_v7_database_migrates_and_old_messages_are_rendered(void **state
 			 "pragma_table_info('messages') WHERE name = 'rendered_bytes'"), 1);
 	assert_int_equal(raw_int(f->db, "SELECT count(*) FROM messages "
 			 "WHERE rendered_bytes IS NULL"), 1);
+}
+
+/* ---- issue 19: provenance, the audit trail, pinned sources ---- */
+
+static void test_v8_database_migrates_with_no_provenance_and_no_audit(void **state)
+{
+	struct fx *f = *state;
+	raw_exec(f->db, v1_schema);
+	raw_exec(f->db, v2_to_v7);
+	raw_exec(f->db,
+		"ALTER TABLE messages ADD COLUMN rendered_bytes INTEGER;"
+		"INSERT INTO runs (id, seq, config, prompt, forced_skills, state, allowed_tools,"
+		" created_at, updated_at) VALUES ('old', 1, 'default', 'p', '[]', 'queued',"
+		" '{\"policy\":\"all\",\"tools\":[]}', 100, 100);"
+		"PRAGMA user_version = 8;");
+	struct store *st = open_ok(f->db);
+	struct run_row r;
+	assert_int_equal(store_run_get(st, "old", &r, NULL), 0);
+	assert_null(r.provenance); /* enqueued before schema 9 */
+	assert_non_null(r.allowed_tools);
+	run_row_free(&r);
+	uint64_t size = 1;
+	assert_int_equal(store_audit_size(st, &size, NULL), 0);
+	assert_int_equal(size, 0);
+	store_close(st);
+	assert_int_equal(raw_int(f->db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+}
+
+/* Issue 19 item 4: what the run saw is stored with it, atomically with
+ * its enqueue. */
+static void test_enqueue_stores_provenance(void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	json_t *forced = jparse("[]"), *allowed = jparse("{\"policy\":\"all\",\"tools\":[]}");
+	json_t *prov = jparse("{\"ceiling\":null,\"skills\":[{\"name\":\"a\",\"digest\":\"sha256:00\"}]}");
+	assert_int_equal(store_run_create(st, "r", NULL), 0);
+	assert_int_equal(store_run_enqueue_with(st, "r", "default", "p", forced, allowed, prov,
+						NULL, NULL), 0);
+	struct run_row r;
+	assert_int_equal(store_run_get(st, "r", &r, NULL), 0);
+	assert_true(json_equal(r.provenance, prov));
+	run_row_free(&r);
+	json_decref(forced);
+	json_decref(allowed);
+	json_decref(prov);
+	store_close(st);
+}
+
+/* The lines of the audit file (DESIGN.md section 8: "tail -f works"):
+ * the size is the bytes a read returns, a read at any offset gives those
+ * bytes, a line once written never changes, and trimming drops whole lines
+ * from the start, past twice the cap only. */
+static void test_audit_trail_grows_reads_and_trims(void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	struct buf all = { 0 }, part = { 0 };
+	for (int i = 0; i < 5; i++) {
+		json_t *ev = json_pack("[{s:s, s:i}]", "event", "skill_added", "n", i);
+		assert_int_equal(store_audit_record(st, ev, NULL, 100, NULL), 0);
+		json_decref(ev);
+	}
+	uint64_t size = 0;
+	assert_int_equal(store_audit_size(st, &size, NULL), 0);
+	assert_int_equal(store_audit_read(st, 0, 1 << 20, &all, NULL), 0);
+	assert_int_equal(all.len, size);
+	assert_int_equal(count_lines(all.data), 5);
+	assert_true(strncmp(all.data, "{\"seq\":1,\"ts\":\"", 15) == 0);
+	assert_non_null(strstr(all.data, "\"event\":\"skill_added\",\"n\":0}\n{\"seq\":2,"));
+	/* any window: the same bytes */
+	for (uint64_t off = 0; off < size; off += 7) {
+		buf_free(&part);
+		assert_int_equal(store_audit_read(st, off, 13, &part, NULL), 0);
+		size_t want = size - off < 13 ? size - off : 13;
+		assert_int_equal(part.len, want);
+		assert_memory_equal(part.data, all.data + off, want);
+	}
+	/* more lines: what was there stays byte for byte */
+	json_t *ev = json_pack("[{s:s}, {s:s}]", "event", "a", "event", "b");
+	assert_int_equal(store_audit_record(st, ev, NULL, 100, NULL), 0);
+	json_decref(ev);
+	buf_free(&part);
+	assert_int_equal(store_audit_read(st, 0, 1 << 20, &part, NULL), 0);
+	assert_int_equal(count_lines(part.data), 7);
+	assert_memory_equal(part.data, all.data, all.len);
+	/* trim to 3: the file starts at the 5th line */
+	assert_int_equal(store_audit_trim(st, 3, NULL), 0);
+	buf_free(&part);
+	assert_int_equal(store_audit_size(st, &size, NULL), 0);
+	assert_int_equal(store_audit_read(st, 0, 1 << 20, &part, NULL), 0);
+	assert_int_equal(part.len, size);
+	assert_int_equal(count_lines(part.data), 3);
+	assert_true(strncmp(part.data, "{\"seq\":5,", 9) == 0);
+	/* keep 1: past 2 lines it goes back to 1 */
+	ev = json_pack("[{s:s}]", "event", "c");
+	assert_int_equal(store_audit_record(st, ev, NULL, 1, NULL), 0);
+	json_decref(ev);
+	buf_free(&part);
+	assert_int_equal(store_audit_read(st, 0, 1 << 20, &part, NULL), 0);
+	assert_int_equal(count_lines(part.data), 1);
+	assert_true(strncmp(part.data, "{\"seq\":8,", 9) == 0);
+	assert_int_equal(store_audit_record(st, NULL, NULL, 0, NULL), -EINVAL);
+	buf_free(&all);
+	buf_free(&part);
+	store_close(st);
+}
+
+/* What the trail remembers: the catalogue's state and each pinned source's
+ * files at its last match, replaced and forgotten as told. */
+static void test_audit_state_and_pin_matches(void **state)
+{
+	struct fx *f = *state;
+	struct store *st = open_ok(f->db);
+	json_t *states = jparse("{\"skill:a\": {\"valid\": true}, \"skill:b\": {\"valid\": false}}");
+	assert_int_equal(store_audit_record(st, NULL, states, 10, NULL), 0);
+	json_decref(states);
+	states = jparse("{\"skill:a\": null}");
+	assert_int_equal(store_audit_record(st, NULL, states, 10, NULL), 0);
+	json_decref(states);
+	json_t *known = NULL;
+	assert_int_equal(store_audit_state(st, &known, NULL), 0);
+	assert_json_eq(known, "{\"skill:b\": {\"valid\": false}}");
+	json_decref(known);
+
+	struct strlist lines = { 0 }, back = { 0 };
+	assert_int_equal(strlist_add(&lines, "00  a/SKILL.md"), 0);
+	assert_int_equal(store_pin_match_put(st, "/src", "sha256:1", &lines, NULL), 0);
+	assert_int_equal(store_pin_match(st, "/src", "sha256:1", &back, NULL), 1);
+	assert_true(strlist_equal(&lines, &back));
+	strlist_free(&back);
+	assert_int_equal(store_pin_match(st, "/src", "sha256:2", &back, NULL), 0);
+	assert_int_equal(store_pin_match(st, "/other", "sha256:1", &back, NULL), 0);
+	assert_int_equal(back.n, 0);
+	/* a new match replaces the old one */
+	assert_int_equal(store_pin_match_put(st, "/src", "sha256:2", &lines, NULL), 0);
+	assert_int_equal(store_pin_match(st, "/src", "sha256:1", &back, NULL), 0);
+	strlist_free(&lines);
+	store_close(st);
 }
 
 int main(void)
@@ -1761,6 +1905,10 @@ int main(void)
 		T(test_wal_is_checkpointed_and_starts_over),
 		T(test_messages_json_size_equals_its_rendering),
 		T(test_v7_database_migrates_and_old_messages_are_rendered),
+		T(test_v8_database_migrates_with_no_provenance_and_no_audit),
+		T(test_enqueue_stores_provenance),
+		T(test_audit_trail_grows_reads_and_trims),
+		T(test_audit_state_and_pin_matches),
 		T(test_section6_committed_writes_survive_a_crash),
 		T(test_section6_concurrent_appends_all_land),
 	};

@@ -379,20 +379,23 @@ static void test_sec8_root_and_skills_listings(void **state)
 }
 
 /* Section 8: a skill directory lists description only when there is one,
- * allowed-tools only when declared, sub-skills only when there are some. */
+ * allowed-tools only when declared, sub-skills only when there are some;
+ * findings always (issue 19), a sub-skill's being its parent's. */
 static void test_sec8_skill_dir_listing(void **state)
 {
 	struct fixture *f = *state;
 	struct snapshot *s = engine_snapshot(f->e);
 	assert_listing(s, "skills/alpha",
-		       "SKILL.md allowed-tools description files mode skill.json");
+		       "SKILL.md allowed-tools description files findings mode skill.json");
 	assert_listing(s, "skills/beta",
-		       "SKILL.md allowed-tools description files mode skill.json");
-	assert_listing(s, "skills/gamma", "SKILL.md files mode skill.json");
+		       "SKILL.md allowed-tools description files findings mode skill.json");
+	assert_listing(s, "skills/gamma", "SKILL.md files findings mode skill.json");
 	assert_listing(s, "skills/parent",
-		       "SKILL.md allowed-tools description files mode skill.json sub-skills");
+		       "SKILL.md allowed-tools description files findings mode skill.json "
+		       "sub-skills");
 	/* D1: an invalid skill declares [] and is listed. */
-	assert_listing(s, "skills/broken", "SKILL.md allowed-tools files mode skill.json");
+	assert_listing(s, "skills/broken",
+		       "SKILL.md allowed-tools files findings mode skill.json");
 	assert_listing(s, "skills/parent/sub-skills", "child");
 	assert_listing(s, "skills/parent/sub-skills/child",
 		       "SKILL.md description files skill.json");

@@ -41,6 +41,8 @@ configurations:
   empty: {skills: [quiet, free]}
   open: {skills: [free, helper]}
   solo: {skills: [reviewer, free]}
+  capped: {skills: [reviewer, free], tools: [read, "Bash(git diff --stat:*)", write]}
+  capped_open: {skills: [free, helper], tools: [grep]}
 CFG
 }
 
@@ -111,6 +113,21 @@ test_settings_of_each_policy() {
 	# skillfs's own list is bounded by the registered tools; this is not
 	assert_eq read "$(cat "$c/review/allowed-tools")" "review's allowed-tools (registered: read)"
 	assert_eq "settings.json skills warnings" "$(ls "$c/review/claude" | paste -sd' ')" "claude/ lists"
+}
+
+# The configuration's tool ceiling caps the settings as it caps
+# allowed-tools (issue "Trust": configurations.<cfg>.tools): a ceiling
+# pattern narrows a pattern it extends, a tool no skill grants stays out,
+# and with policy all the ceiling is the list.
+test_settings_are_capped_by_the_ceiling() {
+	setup
+	start || return
+	local c=$MNT/configs
+	settings_is "$c/capped/claude/settings.json" \
+		"Bash(git diff --stat:*) Read $NOTES" \
+		"$(without "$DENY_ALL" Bash Read)" dontAsk || fail "capped (a declared list)"
+	settings_is "$c/capped_open/claude/settings.json" "Grep $NOTES" \
+		"$(without "$DENY_ALL" Grep)" dontAsk || fail "capped_open (policy all, ceiling [grep])"
 }
 
 # An edit that removes the only declaring skill's grant of a tool shows

@@ -4,7 +4,8 @@
 # as one recursive source (-r), and then: every directory holding a SKILL.md
 # is a skill of the mount (a sub-skill of its parent when it lies in the
 # parent's skills/), every skill is valid (or invalid only for a reason
-# listed in INVALID_OK below), and every file reads back byte for byte
+# listed in INVALID_OK below) and has no injection finding (issue 19: its
+# findings file is empty), and every file reads back byte for byte
 # through the mount (diff -r and cmp of the source directory against
 # skills/<name>/SKILL.md + files/ + sub-skills/, and against the
 # configuration's skills/<name>/ folder where the mount has one).
@@ -171,6 +172,10 @@ check_collection() {
 			n=$((n + 1))
 			view=$MNT/skills/$name
 			check_valid "$view"
+			# Issue 19: the injection table is conservative: no
+			# skill of the corpus gets a finding.
+			[ -s "$view/findings" ] && fail "$view/findings: $(cat "$view/findings")"
+			[ -f "$view/findings" ] || fail "$view/findings is missing"
 			local has_subs=no
 			[ -n "$(json_field "$view/skill.json" directory_sub_skills)" ] && has_subs=yes
 			compare_skill "$dir" "$view" "$has_subs"

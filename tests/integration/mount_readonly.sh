@@ -15,7 +15,7 @@ fresh_skills() {
 test_listing_and_reading() {
 	fresh_skills
 	start_mount -s "$T/skills" || return
-	assert_eq "README configs runs skills tools" "$(ls "$MNT" | tr '\n' ' ' | sed 's/ $//')" "root listing"
+	assert_eq "README audit configs runs skills tools" "$(ls "$MNT" | tr '\n' ' ' | sed 's/ $//')" "root listing"
 	local want have
 	want=$(cd "$T/skills" && ls | tr '\n' ' ')
 	have=$(ls "$MNT/skills" | tr '\n' ' ')

@@ -1,0 +1,435 @@
+#include "audit.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "fingerprint.h"
+#include "pins.h"
+#include "scan.h"
+
+struct audit {
+	struct engine *engine;
+	struct store *store;
+	struct pin_history hist;
+	pthread_mutex_t lock;   /* guards changed */
+	struct timespec changed;
+};
+
+/* ---- states and their differences (pure) ---- */
+
+static json_t *str_or_null(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+/* A skill as the trail remembers it. */
+static json_t *skill_state(const struct config *c, const struct catalog_entry *e)
+{
+	char d[FP_TEXT_SIZE];
+	if (e->scan)
+		fp_format(e->scan->digest, d);
+	return json_pack("{s:o, s:o, s:b, s:o}", "source",
+			 str_or_null(e->source < c->nsources ? c->sources[e->source].path : NULL),
+			 "digest", e->scan ? json_string(d) : json_null(), "valid", e->skill->valid,
+			 "error", str_or_null(e->skill->error));
+}
+
+/* A pinned source as the trail remembers it. */
+static json_t *pin_state(const struct source_pin *p)
+{
+	return json_pack("{s:s, s:s, s:b, s:o}", "expected", p->expected, "actual", p->actual,
+			 "matched", p->matched, "message", str_or_null(p->message));
+}
+
+/* Member k of o, null when absent (for json_pack's "O"). */
+static json_t *get(const json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	return v ? v : json_null();
+}
+
+static const char *get_str(const json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+static bool same_str(const json_t *a, const json_t *b, const char *k)
+{
+	const char *x = get_str(a, k), *y = get_str(b, k);
+	return (!x && !y) || (x && y && strcmp(x, y) == 0);
+}
+
+static int add(json_t *events, json_t *e)
+{
+	return e && json_array_append_new(events, e) == 0 ? 0 : -1;
+}
+
+static int skill_diff(const char *name, const json_t *was, const json_t *now, json_t *events)
+{
+	bool valid_was = json_is_true(get(was, "valid"));
+	bool valid_now = json_is_true(get(now, "valid"));
+	int rc = 0;
+	if (!was) {
+		rc = add(events, json_pack("{s:s, s:s, s:O, s:O, s:b}", "event", "skill_added",
+					   "skill", name, "source", get(now, "source"),
+					   "digest", get(now, "digest"), "valid",
+					   valid_now));
+	} else if (!now) {
+		return add(events, json_pack("{s:s, s:s, s:O, s:O}", "event", "skill_removed",
+					     "skill", name, "source", get(was, "source"),
+					     "digest", get(was, "digest")));
+	} else if (!same_str(was, now, "digest") || !same_str(was, now, "source")) {
+		rc = add(events, json_pack("{s:s, s:s, s:O, s:O, s:O}", "event", "skill_changed",
+					   "skill", name, "source", get(now, "source"),
+					   "old_digest", get(was, "digest"), "new_digest",
+					   get(now, "digest")));
+	}
+	if (rc == 0 && !valid_now && (!was || valid_was))
+		rc = add(events, json_pack("{s:s, s:s, s:O}", "event", "skill_invalid", "skill",
+					   name, "reason", get(now, "error")));
+	else if (rc == 0 && was && valid_now && !valid_was)
+		rc = add(events, json_pack("{s:s, s:s}", "event", "skill_valid", "skill", name));
+	return rc;
+}
+
+static int source_diff(const char *path, const json_t *was, const json_t *now, json_t *events)
+{
+	if (!now)
+		return add(events, json_pack("{s:s, s:s, s:O}", "event", "source_unpinned",
+					     "source", path, "expected",
+					     get(was, "expected")));
+	bool matched = json_is_true(get(now, "matched"));
+	if (was && json_is_true(get(was, "matched")) == matched &&
+	    same_str(was, now, "actual") && same_str(was, now, "expected"))
+		return 0;
+	if (matched)
+		return add(events, json_pack("{s:s, s:s, s:O}", "event", "source_pin_matched",
+					     "source", path, "digest",
+					     get(now, "actual")));
+	return add(events, json_pack("{s:s, s:s, s:O, s:O, s:O}", "event", "source_pin_mismatch",
+				     "source", path, "expected", get(now, "expected"),
+				     "actual", get(now, "actual"), "reason",
+				     get(now, "message")));
+}
+
+int audit_diff(const char *key, const json_t *was, const json_t *now, json_t *events)
+{
+	if (!was && !now)
+		return 0;
+	if (strncmp(key, "skill:", 6) == 0)
+		return skill_diff(key + 6, was, now, events);
+	if (strncmp(key, "source:", 7) == 0)
+		return source_diff(key + 7, was, now, events);
+	return 0;
+}
+
+/* Diffs one key and, when its state changed, keeps the new one (or null)
+ * in states. Takes was and now. */
+static int diff_key(const char *key, json_t *was, json_t *now, json_t *events, json_t *states)
+{
+	int rc = audit_diff(key, was, now, events);
+	if (rc == 0 && !json_equal(was, now))
+		rc = json_object_set(states, key, now ? now : json_null());
+	json_decref(was);
+	json_decref(now);
+	return rc;
+}
+
+static int entry_key(char *key, size_t size, const char *name)
+{
+	return snprintf(key, size, "skill:%s", name) < (int)size ? 0 : -1;
+}
+
+static int config_events(const struct snapshot *old, const struct snapshot *now, json_t *events)
+{
+	const struct config *c = snapshot_config(now);
+	if (now->config_error &&
+	    (!old->config_error || strcmp(old->config_error, now->config_error) != 0))
+		return add(events, json_pack("{s:s, s:o, s:s}", "event", "config_refused", "path",
+					     str_or_null(c->path), "error", now->config_error));
+	if (old->cfg != now->cfg)
+		return add(events, json_pack("{s:s, s:o}", "event", "config_reloaded", "path",
+					     str_or_null(c->path)));
+	return 0;
+}
+
+/* The pin of source path in s, or NULL. */
+static const struct source_pin *pin_at(const struct snapshot *s, const char *path)
+{
+	const struct config *c = snapshot_config(s);
+	for (size_t i = 0; i < c->nsources && i < s->catalog->npins; i++)
+		if (s->catalog->pins[i] && strcmp(c->sources[i].path, path) == 0)
+			return s->catalog->pins[i];
+	return NULL;
+}
+
+/* The events of pinned sources: each of now's whose pin is not the very
+ * same as old's of that path, then each of old's no longer pinned. */
+static int pin_changes(const struct snapshot *old, const struct snapshot *now, json_t *events,
+		       json_t *states)
+{
+	char key[4200];
+	int rc = 0;
+	const struct config *c = snapshot_config(now);
+	for (size_t i = 0; i < now->catalog->npins && i < c->nsources && rc == 0; i++) {
+		const struct source_pin *p = now->catalog->pins[i];
+		const struct source_pin *q = p ? pin_at(old, c->sources[i].path) : NULL;
+		if (!p || p == q ||
+		    snprintf(key, sizeof key, "source:%s", c->sources[i].path) >= (int)sizeof key)
+			continue;
+		json_t *was = q ? pin_state(q) : NULL, *is = pin_state(p);
+		if (!is || (q && !was)) {
+			json_decref(was);
+			json_decref(is);
+			return -1;
+		}
+		rc = diff_key(key, was, is, events, states);
+	}
+	c = snapshot_config(old);
+	for (size_t i = 0; i < old->catalog->npins && i < c->nsources && rc == 0; i++) {
+		const struct source_pin *p = old->catalog->pins[i];
+		if (!p || pin_at(now, c->sources[i].path) ||
+		    snprintf(key, sizeof key, "source:%s", c->sources[i].path) >= (int)sizeof key)
+			continue;
+		json_t *was = pin_state(p);
+		rc = was ? diff_key(key, was, NULL, events, states) : -1;
+	}
+	return rc;
+}
+
+int audit_changes(const struct snapshot *old, const struct snapshot *now, json_t *events,
+		  json_t *states)
+{
+	const struct catalog *a = old->catalog, *b = now->catalog;
+	const struct config *ca = snapshot_config(old), *cb = snapshot_config(now);
+	int rc = config_events(old, now, events);
+	if (rc == 0)
+		rc = pin_changes(old, now, events, states);
+	char key[128];
+	size_t i = 0, k = 0;
+	while (rc == 0 && (i < a->n || k < b->n)) {
+		const struct catalog_entry *x = i < a->n ? &a->entries[i] : NULL;
+		const struct catalog_entry *y = k < b->n ? &b->entries[k] : NULL;
+		int c = !x ? 1 : !y ? -1 : strcmp(x->skill->name, y->skill->name);
+		if (c == 0) {
+			i++;
+			k++;
+			const char *px = x->source < ca->nsources ? ca->sources[x->source].path : "";
+			const char *py = y->source < cb->nsources ? cb->sources[y->source].path : "";
+			if (x->skill == y->skill && x->scan == y->scan && strcmp(px, py) == 0)
+				continue;
+		} else if (c < 0) {
+			i++;
+			y = NULL;
+		} else {
+			k++;
+			x = NULL;
+		}
+		const char *name = x ? x->skill->name : y->skill->name;
+		if (entry_key(key, sizeof key, name) < 0)
+			continue;
+		json_t *was = x ? skill_state(ca, x) : NULL, *is = y ? skill_state(cb, y) : NULL;
+		if ((x && !was) || (y && !is)) {
+			json_decref(was);
+			json_decref(is);
+			return -1;
+		}
+		rc = diff_key(key, was, is, events, states);
+	}
+	return rc;
+}
+
+/* Every key of snapshot s and its state (a new object), for the diff
+ * against what the trail last saw. */
+static json_t *full_state(const struct snapshot *s)
+{
+	const struct config *c = snapshot_config(s);
+	json_t *o = json_object();
+	char key[4200];
+	for (size_t i = 0; o && i < s->catalog->n; i++) {
+		const struct catalog_entry *e = &s->catalog->entries[i];
+		if (entry_key(key, sizeof key, e->skill->name) == 0 &&
+		    json_object_set_new(o, key, skill_state(c, e)) < 0) {
+			json_decref(o);
+			o = NULL;
+		}
+	}
+	for (size_t i = 0; o && i < s->catalog->npins && i < c->nsources; i++) {
+		const struct source_pin *p = s->catalog->pins[i];
+		if (p && snprintf(key, sizeof key, "source:%s", c->sources[i].path) < (int)sizeof key &&
+		    json_object_set_new(o, key, pin_state(p)) < 0) {
+			json_decref(o);
+			o = NULL;
+		}
+	}
+	return o;
+}
+
+/* ---- recording ---- */
+
+static int64_t keep_of(const struct snapshot *s)
+{
+	long k = snapshot_config(s)->audit_keep;
+	return k > 0 ? k : CONFIG_DEFAULT_AUDIT_KEEP;
+}
+
+static int last_match(void *ctx, const char *source, const char *digest, struct strlist *lines)
+{
+	struct audit *a = ctx;
+	int rc = store_pin_match(a->store, source, digest, lines, NULL);
+	return rc < 0 ? (rc == -ENOMEM ? -1 : 0) : rc;
+}
+
+/* Remembers the files of each pinned source of s that matches where its
+ * state changed (in states): what a later mismatch is compared with. */
+static void remember_matches(struct audit *a, const struct snapshot *s, const json_t *states)
+{
+	const struct config *c = snapshot_config(s);
+	char key[4200], *err = NULL;
+	for (size_t i = 0; i < s->catalog->npins && i < c->nsources; i++) {
+		const struct source_pin *p = s->catalog->pins[i];
+		if (!p || !p->matched ||
+		    snprintf(key, sizeof key, "source:%s", c->sources[i].path) >= (int)sizeof key ||
+		    !json_object_get(states, key))
+			continue;
+		if (store_pin_match_put(a->store, c->sources[i].path, p->actual, &p->lines, &err) < 0)
+			fprintf(stderr, "skillfs: audit: cannot record the files of pinned source %s: "
+				"%s\n", c->sources[i].path, err ? err : "out of memory");
+		free(err);
+		err = NULL;
+	}
+}
+
+/* Stores events and states (both may be empty); says so in the log when
+ * the database does not take them. */
+static void record(struct audit *a, const struct snapshot *now, json_t *events, json_t *states)
+{
+	if (!json_array_size(events) && !json_object_size(states))
+		return;
+	char *err = NULL;
+	if (store_audit_record(a->store, events, states, keep_of(now), &err) < 0)
+		fprintf(stderr, "skillfs: audit: %zu catalogue changes not recorded: %s\n",
+			json_array_size(events), err ? err : "out of memory");
+	free(err);
+	remember_matches(a, now, states);
+	if (json_array_size(events)) {
+		pthread_mutex_lock(&a->lock);
+		clock_gettime(CLOCK_REALTIME, &a->changed);
+		pthread_mutex_unlock(&a->lock);
+	}
+}
+
+static void on_reload(void *ctx, const struct snapshot *old, const struct snapshot *now)
+{
+	struct audit *a = ctx;
+	json_t *events = json_array(), *states = json_object();
+	if (!events || !states || audit_changes(old, now, events, states) < 0)
+		fprintf(stderr, "skillfs: audit: out of memory: catalogue changes not recorded\n");
+	else
+		record(a, now, events, states);
+	json_decref(events);
+	json_decref(states);
+}
+
+/* Records what changed since the trail last saw the catalogue. */
+static int catch_up(struct audit *a, const struct snapshot *s, char **err)
+{
+	json_t *known = NULL, *now = full_state(s), *events = json_array(), *states = json_object();
+	int rc = now && events && states ? store_audit_state(a->store, &known, err) : -ENOMEM;
+	const char *key;
+	json_t *v;
+	/* Keys gone first, then each key now, in the state's order. */
+	json_object_foreach(known, key, v) {
+		if (rc == 0 && !json_object_get(now, key))
+			rc = diff_key(key, json_incref(v), NULL, events, states) < 0 ? -ENOMEM : 0;
+	}
+	json_object_foreach(now, key, v) {
+		if (rc == 0)
+			rc = diff_key(key, json_incref(json_object_get(known, key)), json_incref(v),
+				      events, states) < 0 ? -ENOMEM : 0;
+	}
+	if (rc == 0)
+		rc = store_audit_record(a->store, events, states, keep_of(s), err);
+	if (rc == 0)
+		remember_matches(a, s, states);
+	json_decref(known);
+	json_decref(now);
+	json_decref(events);
+	json_decref(states);
+	return rc;
+}
+
+struct audit *audit_open(struct engine *e, struct store *st, char **err)
+{
+	*err = NULL;
+	struct audit *a = calloc(1, sizeof *a);
+	if (!a) {
+		*err = strdup("out of memory");
+		return NULL;
+	}
+	a->engine = e;
+	a->store = st;
+	a->hist = (struct pin_history){ last_match, a, 1 };
+	pthread_mutex_init(&a->lock, NULL);
+	clock_gettime(CLOCK_REALTIME, &a->changed);
+	struct snapshot *s = engine_snapshot(e);
+	int rc = store_audit_trim(st, keep_of(s), err);
+	if (rc == 0)
+		rc = catch_up(a, s, err);
+	bool mismatch = false;
+	for (size_t i = 0; i < s->catalog->npins; i++)
+		mismatch |= s->catalog->pins[i] && !s->catalog->pins[i]->matched;
+	snapshot_unref(s);
+	if (rc < 0) {
+		if (!*err)
+			*err = strdup("out of memory");
+		pthread_mutex_destroy(&a->lock);
+		free(a);
+		return NULL;
+	}
+	engine_set_pin_history(e, &a->hist);
+	engine_set_reload_hook(e, on_reload, a);
+	/* A pinned source that does not match says which files differ from
+	 * the history only now at hand. */
+	if (mismatch)
+		engine_reload(e, false, NULL);
+	return a;
+}
+
+void audit_close(struct audit *a)
+{
+	if (!a)
+		return;
+	engine_set_reload_hook(a->engine, NULL, NULL);
+	engine_set_pin_history(a->engine, NULL);
+	pthread_mutex_destroy(&a->lock);
+	free(a);
+}
+
+int audit_file_size(struct audit *a, uint64_t *size, struct timespec *mtime)
+{
+	int rc = store_audit_size(a->store, size, NULL);
+	pthread_mutex_lock(&a->lock);
+	*mtime = a->changed;
+	pthread_mutex_unlock(&a->lock);
+	return rc;
+}
+
+ssize_t audit_file_read(struct audit *a, uint64_t off, size_t size, char *dst)
+{
+	struct buf b = { 0 };
+	int rc = store_audit_read(a->store, off, size, &b, NULL);
+	if (rc < 0) {
+		buf_free(&b);
+		return rc;
+	}
+	size_t n = b.len < size ? b.len : size;
+	if (n)
+		memcpy(dst, b.data, n);
+	buf_free(&b);
+	return (ssize_t)n;
+}

@@ -1,0 +1,223 @@
+#include "findings.h"
+
+#include <errno.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum rule_where { LINE, COMMENT };
+enum rule_flags { CASE = 0, ICASE = REG_ICASE };
+enum { LOW = FINDING_LOW, HIGH = FINDING_HIGH };
+
+struct rule_def {
+	const char *id;
+	enum finding_level level;
+	enum rule_where where;
+	int flags;
+	const char *pattern;
+	const char *reason;
+};
+
+static const struct rule_def rules[] = {
+#define INJECTION(id, level, where, flags, pattern, reason) \
+	{ id, (enum finding_level)(level), where, flags, pattern, reason },
+#include "injection_patterns.def"
+#undef INJECTION
+};
+#define NRULES (sizeof rules / sizeof *rules)
+
+struct findings_rules {
+	regex_t re[NRULES];
+};
+
+size_t findings_rule_count(void)
+{
+	return NRULES;
+}
+
+const char *findings_rule_id(size_t i)
+{
+	return i < NRULES ? rules[i].id : "?";
+}
+
+enum finding_level findings_rule_level(size_t i)
+{
+	return i < NRULES ? rules[i].level : FINDING_HIGH;
+}
+
+const char *findings_rule_reason(size_t i)
+{
+	return i < NRULES ? rules[i].reason : "?";
+}
+
+const char *finding_level_name(enum finding_level l)
+{
+	return l == FINDING_HIGH ? "high" : "low";
+}
+
+struct findings_rules *findings_rules_new(char **err)
+{
+	*err = NULL;
+	struct findings_rules *r = calloc(1, sizeof *r);
+	if (!r)
+		return NULL;
+	for (size_t i = 0; i < NRULES; i++) {
+		int rc = regcomp(&r->re[i], rules[i].pattern,
+				 REG_EXTENDED | REG_NOSUB | rules[i].flags);
+		if (rc != 0) {
+			char msg[256];
+			regerror(rc, &r->re[i], msg, sizeof msg);
+			if (asprintf(err, "injection pattern '%s' does not compile: %s", rules[i].id,
+				     msg) < 0)
+				*err = NULL;
+			while (i-- > 0)
+				regfree(&r->re[i]);
+			free(r);
+			return NULL;
+		}
+	}
+	return r;
+}
+
+void findings_rules_free(struct findings_rules *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < NRULES; i++)
+		regfree(&r->re[i]);
+	free(r);
+}
+
+bool findings_is_text(const char *data, size_t len)
+{
+	return !memchr(data, '\0', len < 8192 ? len : 8192);
+}
+
+/* What one scan collects. */
+struct sink {
+	struct finding *v;
+	size_t n, cap, more;
+};
+
+static int add(struct sink *s, unsigned line, unsigned rule)
+{
+	if (s->n >= FINDINGS_PER_FILE_MAX) {
+		s->more++;
+		return 0;
+	}
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 4;
+		struct finding *p = realloc(s->v, cap * sizeof *p);
+		if (!p)
+			return -1;
+		s->v = p;
+		s->cap = cap;
+	}
+	s->v[s->n++] = (struct finding){ line, rule };
+	return 0;
+}
+
+/* Matches the entries of kind where against text (NUL-terminated),
+ * recording each at line. */
+static int match(const struct findings_rules *r, enum rule_where where, const char *text,
+		 unsigned line, struct sink *s)
+{
+	for (size_t i = 0; i < NRULES; i++)
+		if (rules[i].where == where && regexec(&r->re[i], text, 0, NULL, 0) == 0 &&
+		    add(s, line, (unsigned)i) < 0)
+			return -1;
+	return 0;
+}
+
+/* A copy of p[0..n) NUL-terminated into *buf (grown as needed), with
+ * newlines made blanks when flat. */
+static char *copy_text(char **buf, size_t *cap, const char *p, size_t n, bool flat)
+{
+	if (n + 1 > *cap) {
+		char *b = realloc(*buf, n + 1);
+		if (!b)
+			return NULL;
+		*buf = b;
+		*cap = n + 1;
+	}
+	memcpy(*buf, p, n);
+	(*buf)[n] = '\0';
+	for (size_t i = 0; flat && i < n; i++)
+		if ((*buf)[i] == '\n' || (*buf)[i] == '\r')
+			(*buf)[i] = ' ';
+	return *buf;
+}
+
+static unsigned lines_in(const char *p, size_t n)
+{
+	unsigned k = 0;
+	for (const char *e = p + n; (p = memchr(p, '\n', (size_t)(e - p))); p++)
+		k++;
+	return k;
+}
+
+static int cmp_finding(const void *a, const void *b)
+{
+	const struct finding *x = a, *y = b;
+	if (x->line != y->line)
+		return x->line < y->line ? -1 : 1;
+	return x->rule < y->rule ? -1 : x->rule > y->rule;
+}
+
+int findings_scan(const struct findings_rules *r, const char *text, size_t len,
+		  struct finding **out, size_t *n, size_t *more)
+{
+	struct sink s = { NULL, 0, 0, 0 };
+	char *buf = NULL;
+	size_t cap = 0;
+	size_t at = len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+	unsigned line = 1;
+	int rc = 0;
+	/* Each line. */
+	for (size_t i = at; i < len && rc == 0; line++) {
+		const char *nl = memchr(text + i, '\n', len - i);
+		size_t end = nl ? (size_t)(nl - text) : len;
+		size_t e = end > i && text[end - 1] == '\r' ? end - 1 : end;
+		if (!copy_text(&buf, &cap, text + i, e - i, false))
+			rc = -1;
+		else
+			rc = match(r, LINE, buf, line, &s);
+		i = end + 1;
+	}
+	/* Each HTML comment. */
+	line = 1;
+	for (size_t i = at; i < len && rc == 0;) {
+		const char *open = memmem(text + i, len - i, "<!--", 4);
+		if (!open)
+			break;
+		size_t from = (size_t)(open - text) + 4;
+		line += lines_in(text + i, from - i);
+		const char *close = memmem(text + from, len - from, "-->", 3);
+		size_t to = close ? (size_t)(close - text) : len;
+		if (!copy_text(&buf, &cap, text + from, to - from, true))
+			rc = -1;
+		else
+			rc = match(r, COMMENT, buf, line, &s);
+		line += lines_in(text + from, to - from);
+		i = close ? to + 3 : len;
+	}
+	free(buf);
+	if (rc < 0) {
+		free(s.v);
+		return -1;
+	}
+	if (s.n > 1)
+		qsort(s.v, s.n, sizeof *s.v, cmp_finding);
+	*out = s.v;
+	*n = s.n;
+	*more = s.more;
+	return 0;
+}
+
+int finding_format(struct buf *out, const char *file, const struct finding *f)
+{
+	return buf_printf(out, "%s:%u: %s: %s: %s\n", file, f->line,
+			  finding_level_name(findings_rule_level(f->rule)),
+			  findings_rule_id(f->rule), findings_rule_reason(f->rule));
+}

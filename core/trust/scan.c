@@ -1,0 +1,368 @@
+#include "scan.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The walk: the files found so far and what went wrong. */
+struct walk {
+	const char *root;      /* the skill's directory */
+	char root_real[PATH_MAX];
+	bool have_real;
+	struct scan_file *files;
+	size_t n, cap;
+	struct buf error;      /* "; "-separated */
+	bool full;             /* SCAN_FILES_MAX reached */
+	bool oom;
+};
+
+/* Adds a "; "-separated note of what keeps the digest from covering
+ * every file. */
+__attribute__((format(printf, 2, 3)))
+static void note(struct walk *w, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if ((w->error.len && buf_puts(&w->error, "; ") < 0) ||
+	    buf_vprintf(&w->error, fmt, ap) < 0)
+		w->oom = true;
+	va_end(ap);
+}
+
+static int add_file(struct walk *w, const char *rel)
+{
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 16;
+		struct scan_file *p = realloc(w->files, cap * sizeof *p);
+		if (!p)
+			return -1;
+		w->files = p;
+		w->cap = cap;
+	}
+	struct scan_file *f = &w->files[w->n];
+	memset(f, 0, sizeof *f);
+	if (!(f->path = strdup(rel)))
+		return -1;
+	w->n++;
+	return 0;
+}
+
+/* Whether path (a symbolic link below the root) leads to a regular file
+ * inside the root. */
+static bool link_inside(struct walk *w, const char *path)
+{
+	char real[PATH_MAX];
+	struct stat st;
+	if (!w->have_real) {
+		if (!realpath(w->root, w->root_real))
+			return false;
+		w->have_real = true;
+	}
+	size_t n = strlen(w->root_real);
+	return realpath(path, real) && strncmp(real, w->root_real, n) == 0 &&
+	       (real[n] == '/' || n == 1) && stat(real, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Collects the files below rel ("" for the root). */
+static void walk_dir(struct walk *w, const char *rel, int depth)
+{
+	char path[PATH_MAX], sub[PATH_MAX];
+	snprintf(path, sizeof path, "%s%s%s", w->root, rel[0] ? "/" : "", rel);
+	DIR *d = opendir(path);
+	if (!d) {
+		note(w, "cannot read %s: %s", rel[0] ? rel : ".", strerror(errno));
+		return;
+	}
+	struct dirent *de;
+	while (!w->oom && !w->full && (de = readdir(d))) {
+		const char *name = de->d_name;
+		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+			continue;
+		struct stat st;
+		if (snprintf(sub, sizeof sub, "%s%s%s", rel, rel[0] ? "/" : "", name) >=
+			    (int)sizeof sub ||
+		    snprintf(path, sizeof path, "%s/%s", w->root, sub) >= (int)sizeof path) {
+			note(w, "a path too long to read below %s", rel[0] ? rel : ".");
+			continue;
+		}
+		if (lstat(path, &st) < 0)
+			continue; /* gone meanwhile: a change that brings a rescan */
+		if (S_ISDIR(st.st_mode)) {
+			if (strcmp(name, ".git") == 0)
+				continue;
+			if (depth + 1 > SCAN_DEPTH_MAX)
+				note(w, "%s: deeper than %d levels, not read", sub, SCAN_DEPTH_MAX);
+			else
+				walk_dir(w, sub, depth + 1);
+			continue;
+		}
+		if (!S_ISREG(st.st_mode) && !(S_ISLNK(st.st_mode) && link_inside(w, path)))
+			continue;
+		if (w->n >= SCAN_FILES_MAX) {
+			note(w, "more than %d files: %s and others not read", SCAN_FILES_MAX, sub);
+			w->full = true;
+			break;
+		}
+		if (add_file(w, sub) < 0)
+			w->oom = true;
+	}
+	closedir(d);
+}
+
+static int cmp_file(const void *a, const void *b)
+{
+	return strcmp(((const struct scan_file *)a)->path, ((const struct scan_file *)b)->path);
+}
+
+const struct scan_file *scan_find(const struct skill_scan *s, const char *path)
+{
+	if (!s || !s->n)
+		return NULL;
+	struct scan_file key = { .path = (char *)path };
+	return bsearch(&key, s->files, s->n, sizeof *s->files, cmp_file);
+}
+
+static bool same_identity(const struct scan_file *a, const struct stat *st)
+{
+	return a->dev == st->st_dev && a->ino == st->st_ino && a->size == st->st_size &&
+	       a->mtime.tv_sec == st->st_mtim.tv_sec && a->mtime.tv_nsec == st->st_mtim.tv_nsec &&
+	       a->ctime.tv_sec == st->st_ctim.tv_sec && a->ctime.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+/* Takes what prev knew of f when its identity is st's. 1: taken, 0: not
+ * known, -1: ENOMEM. */
+static int reuse(struct scan_file *f, const struct skill_scan *prev, const struct stat *st)
+{
+	const struct scan_file *p = scan_find(prev, f->path);
+	if (!p || !same_identity(p, st))
+		return 0;
+	/* Changed close to when prev read it: maybe again within the same
+	 * tick, after it was read. */
+	int64_t changed = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+	int64_t read_at = (int64_t)prev->made.tv_sec * 1000000000 + prev->made.tv_nsec;
+	if (changed >= read_at - SCAN_RACY_NS)
+		return 0;
+	memcpy(f->sha, p->sha, FP_SIZE);
+	f->scanned = p->scanned;
+	f->more = p->more;
+	if (p->nfindings) {
+		f->findings = malloc(p->nfindings * sizeof *f->findings);
+		if (!f->findings)
+			return -1;
+		memcpy(f->findings, p->findings, p->nfindings * sizeof *f->findings);
+		f->nfindings = p->nfindings;
+	}
+	return 1;
+}
+
+/* Hashes (and, text, scans) file f. 0, -1 on ENOMEM, 1 when it cannot be
+ * read (noted). */
+static int read_file(struct walk *w, struct scan_file *f, const struct skill_scan *prev,
+		     const struct findings_rules *rules)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/%s", w->root, f->path);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+	int err = fd < 0 ? errno : fstat(fd, &st) < 0 ? errno : S_ISREG(st.st_mode) ? 0 : EINVAL;
+	if (err) {
+		note(w, "cannot read %s: %s", f->path, strerror(err));
+		if (fd >= 0)
+			close(fd);
+		return 1;
+	}
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	f->size = st.st_size;
+	f->mtime = st.st_mtim;
+	f->ctime = st.st_ctim;
+	int r = reuse(f, prev, &st);
+	if (r != 0) {
+		close(fd);
+		return r < 0 ? -1 : 0;
+	}
+	size_t want = st.st_size <= SCAN_TEXT_MAX ? (size_t)st.st_size : 0;
+	char *text = malloc(want + 1);
+	size_t got = 0;
+	if (!text) {
+		close(fd);
+		return -1;
+	}
+	int rc = fp_sha256_fd(fd, f->sha, text, want, &got);
+	close(fd);
+	if (rc < 0) {
+		free(text);
+		note(w, "cannot read %s: %s", f->path, strerror(-rc));
+		return 1;
+	}
+	rc = 0;
+	/* A file that grew past the limit while read is hashed whole but
+	 * not scanned, as one over it. */
+	if (want && got == want && findings_is_text(text, got)) {
+		f->scanned = true;
+		rc = findings_scan(rules, text, got, &f->findings, &f->nfindings, &f->more);
+	}
+	free(text);
+	return rc;
+}
+
+static void files_free(struct scan_file *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].path);
+		free(v[i].findings);
+	}
+	free(v);
+}
+
+struct skill_scan *scan_dir(const char *dir, const struct skill_scan *prev,
+			    const struct findings_rules *rules)
+{
+	struct walk w = { .root = dir };
+	struct skill_scan *s = calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
+	s->refs = 1;
+	clock_gettime(CLOCK_REALTIME, &s->made);
+	walk_dir(&w, "", 0);
+	for (size_t i = 0; i < w.n && !w.oom; i++) {
+		int rc = read_file(&w, &w.files[i], prev, rules);
+		if (rc < 0) {
+			w.oom = true;
+		} else if (rc > 0) { /* unreadable: not a file of the digest */
+			free(w.files[i].path);
+			free(w.files[i].findings);
+			w.files[i] = w.files[--w.n];
+			i--;
+		}
+	}
+	if (w.n > 1)
+		qsort(w.files, w.n, sizeof *w.files, cmp_file);
+	s->files = w.files;
+	s->n = w.n;
+	w.files = NULL;
+	struct fp_line *lines = NULL;
+	size_t nl = 0;
+	if (!w.oom && scan_lines(s, NULL, &lines, &nl) < 0)
+		w.oom = true;
+	if (!w.oom)
+		fp_digest_lines(lines, nl, s->digest);
+	scan_lines_free(lines, nl);
+	if (!w.oom && w.error.len && !(s->error = buf_steal(&w.error, NULL)))
+		w.oom = true;
+	buf_free(&w.error);
+	for (size_t i = 0; i < s->n; i++)
+		for (size_t k = 0; k < s->files[i].nfindings; k++) {
+			if (findings_rule_level(s->files[i].findings[k].rule) == FINDING_HIGH)
+				s->nhigh++;
+			else
+				s->nlow++;
+		}
+	if (w.oom) {
+		scan_unref(s);
+		return NULL;
+	}
+	return s;
+}
+
+struct skill_scan *scan_ref(struct skill_scan *s)
+{
+	if (s)
+		__atomic_add_fetch(&s->refs, 1, __ATOMIC_ACQ_REL);
+	return s;
+}
+
+void scan_unref(struct skill_scan *s)
+{
+	if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	files_free(s->files, s->n);
+	free(s->error);
+	free(s);
+}
+
+int scan_lines(const struct skill_scan *s, const char *prefix, struct fp_line **lines,
+	       size_t *n)
+{
+	if (!s || !s->n)
+		return 0;
+	struct fp_line *p = realloc(*lines, (*n + s->n) * sizeof *p);
+	if (!p)
+		return -1;
+	*lines = p;
+	bool pre = prefix && prefix[0];
+	for (size_t i = 0; i < s->n; i++) {
+		char *path;
+		if (pre ? asprintf(&path, "%s/%s", prefix, s->files[i].path) < 0
+			: !(path = strdup(s->files[i].path)))
+			return -1;
+		p[*n].path = path;
+		memcpy(p[*n].sha, s->files[i].sha, FP_SIZE);
+		(*n)++;
+	}
+	return 0;
+}
+
+void scan_lines_free(struct fp_line *lines, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free((char *)lines[i].path);
+	free(lines);
+}
+
+int scan_findings_text(const struct skill_scan *s, struct buf *out)
+{
+	for (size_t i = 0; s && i < s->n; i++) {
+		const struct scan_file *f = &s->files[i];
+		for (size_t k = 0; k < f->nfindings; k++)
+			if (finding_format(out, f->path, &f->findings[k]) < 0)
+				return -1;
+		if (f->more && buf_printf(out, "%s: %zu more findings not shown\n", f->path,
+					  f->more) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+json_t *scan_findings_json(const struct skill_scan *s)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && s && i < s->n; i++) {
+		const struct scan_file *f = &s->files[i];
+		for (size_t k = 0; a && k < f->nfindings; k++) {
+			unsigned r = f->findings[k].rule;
+			json_t *o = json_pack("{s:s, s:I, s:s, s:s, s:s}", "file", f->path, "line",
+					      (json_int_t)f->findings[k].line, "level",
+					      finding_level_name(findings_rule_level(r)), "id",
+					      findings_rule_id(r), "reason", findings_rule_reason(r));
+			if (!o || json_array_append_new(a, o) < 0) {
+				json_decref(a);
+				a = NULL;
+			}
+		}
+	}
+	return a;
+}
+
+bool scan_first_high(const struct skill_scan *s, char *out, size_t size)
+{
+	for (size_t i = 0; s && i < s->n; i++)
+		for (size_t k = 0; k < s->files[i].nfindings; k++) {
+			unsigned r = s->files[i].findings[k].rule;
+			if (findings_rule_level(r) != FINDING_HIGH)
+				continue;
+			snprintf(out, size, "%s:%u: %s: %s", s->files[i].path,
+				 s->files[i].findings[k].line, findings_rule_id(r),
+				 findings_rule_reason(r));
+			return true;
+		}
+	return false;
+}

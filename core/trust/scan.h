@@ -1,0 +1,97 @@
+/* scan: what a skill's directory holds, file by file: each file's sha256
+ * and its injection findings, and the digest of the whole directory
+ * (issue 19; fingerprint.h says how the digest is made). A scan is made
+ * when a skill is (re)loaded and reuses what an earlier scan of the same
+ * directory found for every file whose identity (device, inode, size,
+ * mtime, ctime) did not change, so its cost follows the files that
+ * changed; a file changed within SCAN_RACY_NS before that scan began is
+ * read again (two writes within one tick of the file system's clock leave
+ * the same identity, as git's "racily clean" entries). Immutable once
+ * made, reference counted.
+ *
+ * The files of a skill are the regular files below its directory, at any
+ * depth (64 at most), hidden ones included, sub-skills' too, as the gate
+ * view shows them; a symbolic link counts only when it names a regular
+ * file inside the directory (as that file's bytes), and .git directories
+ * are not entered. */
+#ifndef SKILLFS_SCAN_H
+#define SKILLFS_SCAN_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "buf.h"
+#include "findings.h"
+#include "fingerprint.h"
+
+#define SCAN_FILES_MAX 20000            /* files of one skill */
+#define SCAN_DEPTH_MAX 64               /* directory levels below it */
+#define SCAN_TEXT_MAX (4L * 1024 * 1024) /* bytes of a file scanned */
+#define SCAN_RACY_NS 1000000000L          /* see above: one second */
+
+struct scan_file {
+	char *path;                  /* relative to the skill's directory */
+	unsigned char sha[FP_SIZE];
+	dev_t dev;                   /* identity when it was read */
+	ino_t ino;
+	off_t size;
+	struct timespec mtime, ctime;
+	bool scanned;                /* its text was scanned (false: binary,
+	                                or over SCAN_TEXT_MAX) */
+	struct finding *findings;    /* by line */
+	size_t nfindings, more;      /* more: found beyond those kept */
+};
+
+struct skill_scan {
+	int refs;
+	struct scan_file *files;     /* sorted by path (strcmp) */
+	size_t n;
+	unsigned char digest[FP_SIZE]; /* of the directory's files */
+	char *error;                 /* why the digest does not cover every
+	                                file (one could not be read, a bound
+	                                was reached), or NULL */
+	size_t nhigh, nlow;          /* findings of each level, all files */
+	struct timespec made;        /* when the walk began (CLOCK_REALTIME) */
+};
+
+/* Scans directory dir with the compiled table rules, reusing what prev (a
+ * scan of the same directory, or NULL) found for unchanged files. Returns
+ * a new scan (refs 1), or NULL on ENOMEM. A file that cannot be read is
+ * left out and named in error. */
+struct skill_scan *scan_dir(const char *dir, const struct skill_scan *prev,
+			    const struct findings_rules *rules);
+
+/* Takes a reference and returns s (NULL passes). */
+struct skill_scan *scan_ref(struct skill_scan *s);
+/* Drops one; the last frees s. NULL is ignored. */
+void scan_unref(struct skill_scan *s);
+
+/* The file of path (relative to the directory), or NULL. O(log n). */
+const struct scan_file *scan_find(const struct skill_scan *s, const char *path);
+
+/* The lines a digest of the files is made from, each path prefixed with
+ * prefix and '/' (prefix "" or NULL: the paths as they are), appended to
+ * *lines (realloc'd, *n entries; each path is a copy, freed with
+ * scan_lines_free). Returns 0 or -1 on ENOMEM. */
+int scan_lines(const struct skill_scan *s, const char *prefix, struct fp_line **lines,
+	       size_t *n);
+/* Frees lines made by scan_lines and their paths. */
+void scan_lines_free(struct fp_line *lines, size_t n);
+
+/* The findings file: one line per finding (finding_format), files in path
+ * order, then "<file>: N more findings not shown" where some were left
+ * out. Returns 0 or -1 on ENOMEM. */
+int scan_findings_text(const struct skill_scan *s, struct buf *out);
+
+/* The findings as a JSON array of {"file", "line", "level", "id",
+ * "reason"}. NULL on ENOMEM. */
+json_t *scan_findings_json(const struct skill_scan *s);
+
+/* The first high finding as "<file>:<line>: <id>: <reason>" into out
+ * (size bytes), for a message; false when there is none. */
+bool scan_first_high(const struct skill_scan *s, char *out, size_t size);
+
+#endif

@@ -1,0 +1,261 @@
+/* Unit tests for core/trust/audit (issue 19; DESIGN.md section 8, the
+ * audit file): the events between two states of the catalogue, the
+ * events of a reload (only what changed), and the trail kept in the state
+ * database across mounts (a change made while nothing was mounted is
+ * recorded at the next one). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "engine.h"
+#include "store.h"
+
+#include "testutil.h"
+
+static int setup(void **state)
+{
+	*state = test_tmpdir("audittest");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	test_rm_tree(*state);
+	return 0;
+}
+
+static json_t *js(const char *text)
+{
+	json_error_t je;
+	json_t *v = json_loads(text, 0, &je);
+	if (!v)
+		fail_msg("bad JSON in test: %s", je.text);
+	return v;
+}
+
+/* The events' "event" and "skill" (or "source") members, one per line. */
+static char *summary(const json_t *events)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	assert_non_null(f);
+	size_t i;
+	json_t *e;
+	json_array_foreach(events, i, e) {
+		const char *who = json_string_value(json_object_get(e, "skill"));
+		if (!who)
+			who = json_string_value(json_object_get(e, "source"));
+		fprintf(f, "%s %s\n", json_string_value(json_object_get(e, "event")), who ? who : "");
+	}
+	assert_int_equal(fclose(f), 0);
+	return out;
+}
+
+static void diff_is(const char *key, const char *was, const char *now, const char *want)
+{
+	json_t *a = was ? js(was) : NULL, *b = now ? js(now) : NULL, *ev = json_array();
+	assert_int_equal(audit_diff(key, a, b, ev), 0);
+	char *got = summary(ev);
+	if (strcmp(got, want) != 0)
+		fail_msg("%s: %s -> %s gave [%s], expected [%s]", key, was ? was : "-",
+			 now ? now : "-", got, want);
+	free(got);
+	json_decref(a);
+	json_decref(b);
+	json_decref(ev);
+}
+
+/* Each kind of event, from two states of one key. */
+static void test_diff_names_each_change(void **state)
+{
+	(void)state;
+	const char *v1 = "{\"source\": \"/s\", \"digest\": \"sha256:1\", \"valid\": true}";
+	const char *v2 = "{\"source\": \"/s\", \"digest\": \"sha256:2\", \"valid\": true}";
+	const char *bad = "{\"source\": \"/s\", \"digest\": \"sha256:2\", \"valid\": false, "
+			  "\"error\": \"why\"}";
+	diff_is("skill:a", NULL, v1, "skill_added a\n");
+	diff_is("skill:a", NULL, bad, "skill_added a\nskill_invalid a\n");
+	diff_is("skill:a", v1, NULL, "skill_removed a\n");
+	diff_is("skill:a", v1, v1, "");
+	diff_is("skill:a", v1, v2, "skill_changed a\n");
+	diff_is("skill:a", v1, bad, "skill_changed a\nskill_invalid a\n");
+	diff_is("skill:a", bad, v2, "skill_valid a\n");
+	const char *m = "{\"expected\": \"sha256:1\", \"actual\": \"sha256:1\", \"matched\": true}";
+	const char *x = "{\"expected\": \"sha256:1\", \"actual\": \"sha256:9\", \"matched\": false, "
+			"\"message\": \"differs\"}";
+	const char *y = "{\"expected\": \"sha256:1\", \"actual\": \"sha256:8\", \"matched\": false}";
+	diff_is("source:/p", NULL, m, "source_pin_matched /p\n");
+	diff_is("source:/p", m, x, "source_pin_mismatch /p\n");
+	diff_is("source:/p", x, y, "source_pin_mismatch /p\n"); /* another edit */
+	diff_is("source:/p", x, x, "");
+	diff_is("source:/p", x, m, "source_pin_matched /p\n");
+	diff_is("source:/p", m, NULL, "source_unpinned /p\n");
+	/* old and new digests are named */
+	json_t *a = js(v1), *b = js(v2), *ev = json_array();
+	assert_int_equal(audit_diff("skill:a", a, b, ev), 0);
+	json_t *e = json_array_get(ev, 0);
+	assert_string_equal(json_string_value(json_object_get(e, "old_digest")), "sha256:1");
+	assert_string_equal(json_string_value(json_object_get(e, "new_digest")), "sha256:2");
+	json_decref(a);
+	json_decref(b);
+	json_decref(ev);
+}
+
+static void put(const char *dir, const char *name, const char *body)
+{
+	char *d = test_join(dir, name), *p = test_join(d, "SKILL.md");
+	mkdir(d, 0755);
+	char text[512];
+	snprintf(text, sizeof text, "---\nname: %s\ndescription: d\n---\n%s\n", name, body);
+	test_write_text(p, text);
+	free(p);
+	free(d);
+}
+
+static struct engine *open_engine(const char *skills)
+{
+	const char *dirs[] = { skills };
+	struct engine_options o = { .dirs = dirs, .ndirs = 1 };
+	char *err = NULL;
+	struct engine *e = engine_open(&o, &err);
+	if (!e)
+		fail_msg("engine_open: %s", err ? err : "?");
+	return e;
+}
+
+/* A reload's events: the one skill edited (its digests), the one added,
+ * the one removed; nothing for the skills left alone. */
+static void test_reload_records_only_what_changed(void **state)
+{
+	const char *root = *state;
+	char *skills = test_join(root, "skills");
+	mkdir(skills, 0755);
+	put(skills, "same", "unchanged");
+	put(skills, "edited", "one");
+	put(skills, "gone", "bye");
+	struct engine *e = open_engine(skills);
+	struct snapshot *old = engine_snapshot(e);
+	put(skills, "edited", "two, longer");
+	put(skills, "fresh", "new");
+	char *g = test_join(skills, "gone"), *gm = test_join(g, "SKILL.md");
+	assert_int_equal(unlink(gm), 0);
+	assert_int_equal(rmdir(g), 0);
+	assert_int_equal(engine_reload(e, false, NULL), 0);
+	struct snapshot *now = engine_snapshot(e);
+	json_t *ev = json_array(), *states = json_object();
+	assert_int_equal(audit_changes(old, now, ev, states), 0);
+	char *got = summary(ev);
+	assert_string_equal(got, "skill_changed edited\nskill_added fresh\nskill_removed gone\n");
+	assert_int_equal(json_object_size(states), 3);
+	assert_true(json_is_null(json_object_get(states, "skill:gone")));
+	const struct catalog_entry *x = catalog_find(old->catalog, "edited");
+	const struct catalog_entry *y = catalog_find(now->catalog, "edited");
+	char d1[FP_TEXT_SIZE], d2[FP_TEXT_SIZE];
+	fp_format(x->scan->digest, d1);
+	fp_format(y->scan->digest, d2);
+	json_t *c = json_array_get(ev, 0);
+	assert_string_equal(json_string_value(json_object_get(c, "old_digest")), d1);
+	assert_string_equal(json_string_value(json_object_get(c, "new_digest")), d2);
+	free(got);
+	json_decref(ev);
+	json_decref(states);
+	snapshot_unref(old);
+	snapshot_unref(now);
+	engine_close(e);
+	free(gm);
+	free(g);
+	free(skills);
+}
+
+static char *trail(struct store *st)
+{
+	struct buf b = { 0 };
+	assert_int_equal(store_audit_read(st, 0, 1 << 20, &b, NULL), 0);
+	char *t = buf_steal(&b, NULL);
+	assert_non_null(t);
+	return t;
+}
+
+/* The trail survives in the database: a second audit_open records what
+ * changed while no audit was open, and each reload from then on. */
+static void test_trail_catches_up_across_mounts(void **state)
+{
+	const char *root = *state;
+	char *skills = test_join(root, "skills"), *db = test_join(root, "state.db");
+	mkdir(skills, 0755);
+	put(skills, "keep", "k");
+	put(skills, "drop", "d");
+	char *err = NULL;
+	struct engine *e = open_engine(skills);
+	struct store *st = store_open(db, &err);
+	assert_non_null(st);
+	struct audit *a = audit_open(e, st, &err);
+	assert_non_null(a);
+	char *t = trail(st);
+	assert_non_null(strstr(t, "\"event\":\"skill_added\",\"skill\":\"drop\""));
+	assert_non_null(strstr(t, "\"event\":\"skill_added\",\"skill\":\"keep\""));
+	free(t);
+	audit_close(a);
+	store_close(st);
+	engine_close(e);
+
+	/* while "unmounted" */
+	char *d = test_join(skills, "drop"), *dm = test_join(d, "SKILL.md");
+	assert_int_equal(unlink(dm), 0);
+	assert_int_equal(rmdir(d), 0);
+	e = open_engine(skills);
+	st = store_open(db, &err);
+	a = audit_open(e, st, &err);
+	assert_non_null(a);
+	t = trail(st);
+	assert_non_null(strstr(t, "\"seq\":3,"));
+	assert_non_null(strstr(t, "\"event\":\"skill_removed\",\"skill\":\"drop\""));
+	/* keep, unchanged, is not added again */
+	const char *k = strstr(t, "\"event\":\"skill_added\",\"skill\":\"keep\"");
+	assert_non_null(k);
+	assert_null(strstr(k + 1, "\"event\":\"skill_added\",\"skill\":\"keep\""));
+	free(t);
+	/* a reload while open */
+	put(skills, "keep", "k, changed");
+	assert_int_equal(engine_reload(e, false, NULL), 0);
+	t = trail(st);
+	assert_non_null(strstr(t, "\"seq\":4,"));
+	assert_non_null(strstr(t, "\"event\":\"skill_changed\",\"skill\":\"keep\""));
+	uint64_t size = 0;
+	struct timespec mt;
+	assert_int_equal(audit_file_size(a, &size, &mt), 0);
+	assert_int_equal(size, strlen(t));
+	char buf[64];
+	assert_int_equal(audit_file_read(a, 2, 10, buf), 10);
+	assert_memory_equal(buf, t + 2, 10);
+	free(t);
+	audit_close(a);
+	store_close(st);
+	engine_close(e);
+	free(dm);
+	free(d);
+	free(db);
+	free(skills);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_diff_names_each_change),
+		cmocka_unit_test_setup_teardown(test_reload_records_only_what_changed, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_trail_catches_up_across_mounts, setup,
+						teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
