@@ -11,6 +11,9 @@
 #include "pins.h"
 #include "scan.h"
 
+/* How long a reload's record waits for a database locked elsewhere. */
+#define AUDIT_STORE_WAIT_MS 5000
+
 struct audit {
 	struct engine *engine;
 	struct store *store;
@@ -311,6 +314,13 @@ static void record(struct audit *a, const struct snapshot *now, json_t *events, 
 	if (!json_array_size(events) && !json_object_size(states))
 		return;
 	char *err = NULL;
+	/* A database locked by another process is waited for here, on the
+	 * watcher's thread (the new snapshot already shows), holding nothing
+	 * that a request needs. */
+	int ready = store_wait_writable(a->store, AUDIT_STORE_WAIT_MS);
+	if (ready < 0)
+		fprintf(stderr, "skillfs: audit: the state database stayed locked by another "
+			"process for %d ms: recording anyway\n", AUDIT_STORE_WAIT_MS);
 	if (store_audit_record(a->store, events, states, keep_of(now), &err) < 0)
 		fprintf(stderr, "skillfs: audit: %zu catalogue changes not recorded: %s\n",
 			json_array_size(events), err ? err : "out of memory");
