@@ -1,3 +1,13 @@
+/* engine: the snapshots of config and catalogue, their lazily derived
+ * texts, and the watcher that rebuilds them when the disk changes (see
+ * engine.h).
+ *
+ * One file past 1,200 lines: the watcher (from "watching the disk" on)
+ * reads and replaces the engine's private state (the current snapshot,
+ * the reload lock, the config's resolved paths) at every step, so it lives
+ * beside it; it is the part to move into a file of its own, behind a small
+ * interface, when the watch limit and incremental rebuilds (scale) rework
+ * it. */
 #include "engine.h"
 
 #include <dirent.h>
