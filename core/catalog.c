@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "discover.h"
+#include "grow.h"
 
 /* A skill found while scanning, before duplicates are settled. */
 struct found {
@@ -29,14 +30,10 @@ struct found_list {
 static int found_add(struct found_list *l, struct skill *s, struct skill_scan *scan,
 		     size_t source)
 {
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		struct found *p = realloc(l->items, cap * sizeof *p);
-		if (!p)
-			return -1;
-		l->items = p;
-		l->cap = cap;
-	}
+	struct found *p = grow(l->items, &l->cap, l->n, sizeof *p, 64);
+	if (!p)
+		return -1;
+	l->items = p;
 	l->items[l->n] = (struct found){ s, scan, source, l->n };
 	l->n++;
 	return 0;

@@ -24,6 +24,7 @@
 #include "engine.h"
 #include "filecache.h"
 #include "grants.h"
+#include "grow.h"
 #include "json_text.h"
 #include "model.h"
 #include "provenance.h"
@@ -201,14 +202,10 @@ static struct run *run_insert(struct runs *r, const char *id, enum runstate stat
 	long i = run_index(r, id, &found);
 	if (found)
 		return r->runs[i];
-	if (r->n == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 64;
-		struct run **p = realloc(r->runs, cap * sizeof *p);
-		if (!p)
-			return NULL;
-		r->runs = p;
-		r->cap = cap;
-	}
+	struct run **p = grow(r->runs, &r->cap, r->n, sizeof *p, 64);
+	if (!p)
+		return NULL;
+	r->runs = p;
 	struct run *run = calloc(1, sizeof *run);
 	if (!run)
 		return NULL;

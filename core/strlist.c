@@ -5,20 +5,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
+
 int strlist_add_owned(struct strlist *l, char *s)
 {
 	if (!s)
 		return -1;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 8;
-		char **p = realloc(l->items, cap * sizeof *p);
-		if (!p) {
-			free(s);
-			return -1;
-		}
-		l->items = p;
-		l->cap = cap;
+	char **p = grow(l->items, &l->cap, l->n, sizeof *p, 8);
+	if (!p) {
+		free(s);
+		return -1;
 	}
+	l->items = p;
 	l->items[l->n++] = s;
 	return 0;
 }

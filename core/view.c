@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "claude.h"
 #include "filecache.h"
+#include "grow.h"
 #include "json_text.h"
 #include "resolution.h"
 #include "runs.h"
@@ -664,14 +665,10 @@ struct dirlist {
 
 static int add(struct dirlist *l, const char *name, enum view_type t)
 {
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 16;
-		struct view_dirent *p = realloc(l->e, cap * sizeof *p);
-		if (!p)
-			return -1;
-		l->e = p;
-		l->cap = cap;
-	}
+	struct view_dirent *p = grow(l->e, &l->cap, l->n, sizeof *p, 16);
+	if (!p)
+		return -1;
+	l->e = p;
 	char *d = strdup(name);
 	if (!d)
 		return -1;

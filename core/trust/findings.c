@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
+
 enum rule_where { LINE, COMMENT };
 enum rule_flags { CASE = 0, ICASE = REG_ICASE };
 enum { LOW = FINDING_LOW, HIGH = FINDING_HIGH };
@@ -106,14 +108,10 @@ static int add(struct sink *s, unsigned line, unsigned rule)
 		s->more++;
 		return 0;
 	}
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 4;
-		struct finding *p = realloc(s->v, cap * sizeof *p);
-		if (!p)
-			return -1;
-		s->v = p;
-		s->cap = cap;
-	}
+	struct finding *p = grow(s->v, &s->cap, s->n, sizeof *p, 4);
+	if (!p)
+		return -1;
+	s->v = p;
 	s->v[s->n++] = (struct finding){ line, rule };
 	return 0;
 }

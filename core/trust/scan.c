@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "grow.h"
+
 /* The walk: the files found so far and what went wrong. */
 struct walk {
 	const char *root;      /* the skill's directory */
@@ -39,14 +41,10 @@ static void note(struct walk *w, const char *fmt, ...)
 
 static int add_file(struct walk *w, const char *rel)
 {
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 16;
-		struct scan_file *p = realloc(w->files, cap * sizeof *p);
-		if (!p)
-			return -1;
-		w->files = p;
-		w->cap = cap;
-	}
+	struct scan_file *p = grow(w->files, &w->cap, w->n, sizeof *p, 16);
+	if (!p)
+		return -1;
+	w->files = p;
 	struct scan_file *f = &w->files[w->n];
 	memset(f, 0, sizeof *f);
 	if (!(f->path = strdup(rel)))
