@@ -17,13 +17,15 @@ struct rule_def {
 	enum finding_level level;
 	enum rule_where where;
 	int flags;
+	size_t minlen;       /* shorter text cannot match */
+	const char *needles; /* comma-separated; one is in every match ("": none) */
 	const char *pattern;
 	const char *reason;
 };
 
 static const struct rule_def rules[] = {
-#define INJECTION(id, level, where, flags, pattern, reason) \
-	{ id, (enum finding_level)(level), where, flags, pattern, reason },
+#define INJECTION(id, level, where, flags, minlen, needles, pattern, reason) \
+	{ id, (enum finding_level)(level), where, flags, minlen, needles, pattern, reason },
 #include "injection_patterns.def"
 #undef INJECTION
 };
@@ -116,16 +118,68 @@ static int add(struct sink *s, unsigned line, unsigned rule)
 	return 0;
 }
 
-/* Matches the entries of kind where against text (NUL-terminated),
- * recording each at line. */
+/* Whether rule d may match text (len bytes; lower: the same with ASCII
+ * letters in lower case): long enough, and holding one of its needles.
+ * Never false for a text the pattern matches; most lines are passed over
+ * here rather than by the regular expressions. */
+/* Whether hay (len bytes) holds needle (n > 0 bytes): memchr for its
+ * first byte, then a compare; quicker than memmem on lines this short. */
+static bool holds(const char *hay, size_t len, const char *needle, size_t n)
+{
+	for (const char *p = hay, *end = hay + len; (size_t)(end - p) >= n;) {
+		p = memchr(p, needle[0], (size_t)(end - p) - n + 1);
+		if (!p)
+			return false;
+		if (memcmp(p, needle, n) == 0)
+			return true;
+		p++;
+	}
+	return false;
+}
+
+static bool may_match(const struct rule_def *d, const char *lower, size_t len)
+{
+	if (len < d->minlen)
+		return false;
+	if (!*d->needles)
+		return true;
+	for (const char *p = d->needles; *p;) {
+		const char *comma = strchr(p, ',');
+		size_t n = comma ? (size_t)(comma - p) : strlen(p);
+		if (n && holds(lower, len, p, n))
+			return true;
+		p += n + (comma ? 1 : 0);
+	}
+	return false;
+}
+
+/* Matches the entries of kind where against text (len bytes,
+ * NUL-terminated; lower as may_match takes it), recording each at line. */
 static int match(const struct findings_rules *r, enum rule_where where, const char *text,
-		 unsigned line, struct sink *s)
+		 const char *lower, size_t len, unsigned line, struct sink *s)
 {
 	for (size_t i = 0; i < NRULES; i++)
-		if (rules[i].where == where && regexec(&r->re[i], text, 0, NULL, 0) == 0 &&
-		    add(s, line, (unsigned)i) < 0)
+		if (rules[i].where == where && may_match(&rules[i], lower, len) &&
+		    regexec(&r->re[i], text, 0, NULL, 0) == 0 && add(s, line, (unsigned)i) < 0)
 			return -1;
 	return 0;
+}
+
+/* text (len bytes) with ASCII letters in lower case, into *buf (grown as
+ * needed): the haystack of may_match. */
+static char *lowered(char **buf, size_t *cap, const char *text, size_t len)
+{
+	if (len + 1 > *cap) {
+		char *b = realloc(*buf, len + 1);
+		if (!b)
+			return NULL;
+		*buf = b;
+		*cap = len + 1;
+	}
+	for (size_t i = 0; i < len; i++)
+		(*buf)[i] = text[i] >= 'A' && text[i] <= 'Z' ? (char)(text[i] - 'A' + 'a') : text[i];
+	(*buf)[len] = '\0';
+	return *buf;
 }
 
 /* A copy of p[0..n) NUL-terminated into *buf (grown as needed), with
@@ -167,8 +221,8 @@ int findings_scan(const struct findings_rules *r, const char *text, size_t len,
 		  struct finding **out, size_t *n, size_t *more)
 {
 	struct sink s = { NULL, 0, 0, 0 };
-	char *buf = NULL;
-	size_t cap = 0;
+	char *buf = NULL, *low = NULL;
+	size_t cap = 0, lcap = 0;
 	size_t at = len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
 	unsigned line = 1;
 	int rc = 0;
@@ -177,10 +231,11 @@ int findings_scan(const struct findings_rules *r, const char *text, size_t len,
 		const char *nl = memchr(text + i, '\n', len - i);
 		size_t end = nl ? (size_t)(nl - text) : len;
 		size_t e = end > i && text[end - 1] == '\r' ? end - 1 : end;
-		if (!copy_text(&buf, &cap, text + i, e - i, false))
+		if (!copy_text(&buf, &cap, text + i, e - i, false) ||
+		    !lowered(&low, &lcap, buf, e - i))
 			rc = -1;
 		else
-			rc = match(r, LINE, buf, line, &s);
+			rc = match(r, LINE, buf, low, e - i, line, &s);
 		i = end + 1;
 	}
 	/* Each HTML comment. */
@@ -193,14 +248,16 @@ int findings_scan(const struct findings_rules *r, const char *text, size_t len,
 		line += lines_in(text + i, from - i);
 		const char *close = memmem(text + from, len - from, "-->", 3);
 		size_t to = close ? (size_t)(close - text) : len;
-		if (!copy_text(&buf, &cap, text + from, to - from, true))
+		if (!copy_text(&buf, &cap, text + from, to - from, true) ||
+		    !lowered(&low, &lcap, buf, to - from))
 			rc = -1;
 		else
-			rc = match(r, COMMENT, buf, line, &s);
+			rc = match(r, COMMENT, buf, low, to - from, line, &s);
 		line += lines_in(text + from, to - from);
 		i = close ? to + 3 : len;
 	}
 	free(buf);
+	free(low);
 	if (rc < 0) {
 		free(s.v);
 		return -1;
