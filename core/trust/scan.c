@@ -244,6 +244,13 @@ struct skill_scan *scan_dir(const char *dir, const struct skill_scan *prev,
 	}
 	if (w.n > 1)
 		qsort(w.files, w.n, sizeof *w.files, cmp_file);
+	/* Kept as long as the skill: no room beyond its files (a skill of
+	 * two files would hold 16 places, 2 KiB, for the life of the mount). */
+	if (w.n && w.n < w.cap) {
+		struct scan_file *fit = realloc(w.files, w.n * sizeof *fit);
+		if (fit)
+			w.files = fit;
+	}
 	s->files = w.files;
 	s->n = w.n;
 	w.files = NULL;
