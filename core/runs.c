@@ -124,6 +124,7 @@ struct runs {
 	pthread_t *workers; /* the run workers, then the keeper (runs.keep) */
 	int nworkers;
 	pthread_cond_t keep_cond; /* wakes the keeper: a run settled, or a stop */
+	pthread_cond_t let_go;    /* a worker let go of its run (busy cleared) */
 	bool keep_due;
 
 	runs_change_fn change_fn;
@@ -1025,6 +1026,7 @@ static void *worker_main(void *arg)
 		pthread_mutex_lock(&r->lock);
 		run->busy = false;
 		run->cancel_requested = false;
+		pthread_cond_broadcast(&r->let_go);
 	}
 	pthread_mutex_unlock(&r->lock);
 	return NULL;
@@ -1047,6 +1049,7 @@ struct runs *runs_open(struct engine *e, const char *state_path, char **err)
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&r->keep_cond, &ca);
+	pthread_cond_init(&r->let_go, &ca);
 	pthread_condattr_destroy(&ca);
 	r->next_handle = 1;
 	r->files = filecache_new(FILECACHE_ENTRIES, FILECACHE_BYTES);
@@ -1298,6 +1301,7 @@ static void close_joined(struct runs *r)
 	filecache_free(r->files);
 	pthread_cond_destroy(&r->work);
 	pthread_cond_destroy(&r->keep_cond);
+	pthread_cond_destroy(&r->let_go);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
 }
@@ -1396,6 +1400,10 @@ int runs_create(struct runs *r, const char *id, uid_t uid, gid_t gid)
 /* Removes run id with its row and workspace. uid: the remover, who must
  * be allowed to (rmdir); NULL: runs.keep, which takes only a finished run
  * that no file of is open. Returns 0 or a negative errno. */
+/* How long a removal waits for the worker of a finished run to let go
+ * of it. */
+#define LET_GO_WAIT_MS 2000
+
 static int remove_run(struct runs *r, const char *id, const uid_t *uid)
 {
 	int ready = store_wait_writable(r->store, DIR_STORE_WAIT_MS);
@@ -1403,6 +1411,14 @@ static int remove_run(struct runs *r, const char *id, const uid_t *uid)
 		return ready;
 	pthread_mutex_lock(&r->lock);
 	struct run *run = run_find(r, id);
+	/* Finished, but its worker has not let go of it yet (a waiter was
+	 * told before): a moment, not EBUSY, for `cat wait; rmdir`. */
+	int64_t until = monotonic_ms() + LET_GO_WAIT_MS;
+	while (run && run->busy && runstate_is_terminal(run->state) && monotonic_ms() < until) {
+		struct timespec ts = { .tv_sec = until / 1000, .tv_nsec = (until % 1000) * 1000000 };
+		pthread_cond_clockwait(&r->let_go, &r->lock, CLOCK_MONOTONIC, &ts);
+		run = run_find(r, id);
+	}
 	int rc = 0;
 	if (!run)
 		rc = -ENOENT;
