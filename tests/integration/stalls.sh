@@ -203,9 +203,14 @@ PY
 	within 20 "stat skills/reader/SKILL.md while a mkdir waits" stat "$MNT/skills/reader/SKILL.md"
 	# Nor what needs the run manager or reads the store: a mkdir that
 	# waits for the database holds neither meanwhile.
-	once_within 20 "cat runs/new while a mkdir waits on the database" cat "$MNT/runs/new"
-	once_within 20 "cat a run's status while a mkdir waits" cat "$MNT/runs/$done_id/status"
-	once_within 20 "cat a run's transcript while a mkdir waits" cat "$MNT/runs/$done_id/transcript"
+	# The first try of each must not wait for the database (it waited
+	# seconds), and the best of three answers as fast as the rest.
+	once_within 500 "cat runs/new while a mkdir waits on the database" cat "$MNT/runs/new"
+	once_within 500 "cat a run's status while a mkdir waits" cat "$MNT/runs/$done_id/status"
+	once_within 500 "cat a run's transcript while a mkdir waits" cat "$MNT/runs/$done_id/transcript"
+	within 20 "cat runs/new while a mkdir waits on the database" cat "$MNT/runs/new"
+	within 20 "cat a run's status while a mkdir waits" cat "$MNT/runs/$done_id/status"
+	within 20 "cat a run's transcript while a mkdir waits" cat "$MNT/runs/$done_id/transcript"
 	# The kernel holds runs/ locked while a mkdir in it waits: a listing
 	# waits for that mkdir, which gives up after 250 ms (EAGAIN).
 	once_within 600 "ls runs while mkdirs wait on the database" ls "$MNT/runs"
