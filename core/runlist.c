@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "grow.h"
+
 #define RUNLIST_BUSY_MS 5000
 #define RUNLIST_LINE_MAX 200
 
@@ -64,16 +66,12 @@ int runlist_read(const char *path, struct run_summary **out, size_t *n, char **e
 			rc = step;
 			break;
 		}
-		if (cnt == cap) {
-			size_t nc = cap ? cap * 2 : 16;
-			struct run_summary *nv = realloc(v, nc * sizeof *nv);
-			if (!nv) {
-				oom = 1;
-				break;
-			}
-			v = nv;
-			cap = nc;
+		struct run_summary *nv = grow(v, &cap, cnt, sizeof *nv, 16);
+		if (!nv) {
+			oom = 1;
+			break;
 		}
+		v = nv;
 		struct run_summary *r = &v[cnt++];
 		memset(r, 0, sizeof *r);
 		r->id = dup_col(s, 0, "", &oom);

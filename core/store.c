@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "grow.h"
+
 /* How long the checkpointer's connection waits for a lock another process
  * holds. */
 #define BUSY_TIMEOUT_MS 5000
@@ -1959,16 +1961,12 @@ int store_chats(struct store *st, const char *run_id, struct chat_row **rows,
 		sqlite3_bind_text(s, 1, run_id, -1, SQLITE_STATIC);
 		int step;
 		while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-			if (len == cap) {
-				size_t ncap = cap ? cap * 2 : 4;
-				struct chat_row *p = realloc(v, ncap * sizeof *p);
-				if (!p) {
-					rc = oom(err);
-					break;
-				}
-				v = p;
-				cap = ncap;
+			struct chat_row *p = grow(v, &cap, len, sizeof *p, 4);
+			if (!p) {
+				rc = oom(err);
+				break;
 			}
+			v = p;
 			memset(&v[len], 0, sizeof v[len]);
 			rc = read_chat(s, &v[len], run_id, err);
 			len++;

@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "buf.h"
+#include "grow.h"
 #include "mountinfo.h"
 #include "runlist.h"
 #include "strlist.h"
@@ -803,16 +804,12 @@ static int list_mount(const char *mnt, struct run_summary **out, size_t *n)
 		     (de->d_type != DT_UNKNOWN || snprintf(p, sizeof p, "%s/%s", runs, de->d_name) >= (int)sizeof p ||
 		      stat(p, &st) < 0 || !S_ISDIR(st.st_mode))))
 			continue;
-		if (cnt == cap) {
-			size_t nc = cap ? cap * 2 : 16;
-			struct run_summary *nv = realloc(v, nc * sizeof *nv);
-			if (!nv) {
-				rc = -1;
-				break;
-			}
-			v = nv;
-			cap = nc;
+		struct run_summary *nv = grow(v, &cap, cnt, sizeof *nv, 16);
+		if (!nv) {
+			rc = -1;
+			break;
 		}
+		v = nv;
 		memset(&v[cnt], 0, sizeof v[cnt]);
 		rc = summary_from_mount(runs, de->d_name, &v[cnt++]);
 	}
