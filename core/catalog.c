@@ -255,6 +255,7 @@ struct build {
 	const struct pin_history *hist;
 	struct catalog *cat;
 	struct found_list *found;
+	size_t blockers; /* what catalog_update cannot follow (updatable) */
 };
 
 /* For a pinned source: its pin's state (cat->pins[si]) from its skills,
@@ -299,6 +300,7 @@ static int scan_source(struct build *b, size_t source)
 		struct skill_scan *scan;
 		if (load_skill_dir(src->path, b->ri, b->lim, b->dirty, b->rules, &sk, &scan) < 0)
 			return -1;
+		b->blockers++;
 		if (sk && check_pin(b, source, NULL, &scan, &sk, 1) < 0) {
 			skill_unref(sk);
 			scan_unref(scan);
@@ -311,6 +313,7 @@ static int scan_source(struct build *b, size_t source)
 	if (!d) {
 		/* A pinned source that cannot be read holds no skill to fail;
 		 * its warning says why. */
+		b->blockers++;
 		return strlist_addf(warnings, "source %s: %s", src->path, strerror(errno));
 	}
 	struct strlist names = { 0 };
@@ -369,6 +372,7 @@ static int scan_source(struct build *b, size_t source)
 			continue;
 		nskills++;
 		if (rc == 0) {
+			b->blockers += skill_name_unusable(job.skills[i]->name) != NULL;
 			rc = found_add_listable(out, job.skills[i], job.scans[i], source, src,
 						warnings);
 		} else {
@@ -379,8 +383,10 @@ static int scan_source(struct build *b, size_t source)
 	free(job.skills);
 	free(job.scans);
 	strlist_free(&names);
-	if (rc == 0 && nskills == 0)
+	if (rc == 0 && nskills == 0) {
+		b->blockers++;
 		rc = warn_no_skills(src, warnings);
+	}
 	return rc;
 }
 
@@ -388,6 +394,8 @@ bool catalog_same(const struct catalog *a, const struct catalog *b)
 {
 	if (a->n != b->n || !strlist_equal(&a->warnings, &b->warnings))
 		return false;
+	if (b->delta.base == a)
+		return b->delta.names.n == 0;
 	for (size_t i = 0; i < a->n; i++)
 		if (a->entries[i].skill != b->entries[i].skill ||
 		    a->entries[i].source != b->entries[i].source)
@@ -458,6 +466,42 @@ static int resolve_refs(struct catalog *cat, size_t root, size_t i,
 		stack[depth] = (size_t)j;
 		if (resolve_refs(cat, root, (size_t)j, stack, depth + 1, e) < 0)
 			return -1;
+	}
+	return 0;
+}
+
+/* Resolves every entry's sub-skill references (resolve_refs), from
+ * scratch: ref_subs, is_referenced_sub and the warnings after ngate. */
+static int resolve_all_refs(struct catalog *cat)
+{
+	size_t stack[64];
+	for (size_t i = 0; i < cat->n; i++)
+		if (cat->entries[i].skill->sub_skill_refs.n &&
+		    resolve_refs(cat, i, i, stack, 0, &cat->entries[i]) < 0)
+			return -1;
+	return 0;
+}
+
+/* Whether e's skill is named otherwise than its directory. */
+static bool entry_renamed(const struct catalog_entry *e)
+{
+	const char *d = entry_dir(e), *slash = strrchr(d, '/');
+	return strcmp(slash ? slash + 1 : d, e->skill->name) != 0;
+}
+
+/* Lists the entries named otherwise than their directory (cat->renamed). */
+static int note_renamed(struct catalog *cat)
+{
+	size_t cap = 0;
+	cat->nrenamed = 0;
+	for (size_t i = 0; i < cat->n; i++) {
+		if (!entry_renamed(&cat->entries[i]))
+			continue;
+		size_t *p = grow(cat->renamed, &cap, cat->nrenamed, sizeof *p, 16);
+		if (!p)
+			return -1;
+		cat->renamed = p;
+		cat->renamed[cat->nrenamed++] = i;
 	}
 	return 0;
 }
@@ -572,7 +616,7 @@ struct catalog *catalog_build_with(const struct config *c, const struct catalog 
 	struct findings_rules *rules = NULL;
 	if (!cat)
 		return NULL;
-	struct build b = { c, prev, &ri, lim, &dirty_sorted, NULL, hist, cat, &found };
+	struct build b = { c, prev, &ri, lim, &dirty_sorted, NULL, hist, cat, &found, 0 };
 	if (dirty && (strlist_extend(&dirty_sorted, dirty) < 0))
 		goto fail;
 	strlist_sort(&dirty_sorted);
@@ -594,6 +638,7 @@ struct catalog *catalog_build_with(const struct config *c, const struct catalog 
 	}
 	for (size_t i = 0; i < c->nsources; i++) {
 		if (listed_before(c, i)) {
+			b.blockers++;
 			if (strlist_addf(&cat->warnings,
 					 "source %s is the same directory as an earlier source; "
 					 "it is read once", c->sources[i].path) < 0)
@@ -616,6 +661,7 @@ struct catalog *catalog_build_with(const struct config *c, const struct catalog 
 		struct found *f = &found.items[i];
 		if (cat->n && strcmp(cat->entries[cat->n - 1].skill->name, f->skill->name) == 0) {
 			const struct catalog_entry *w = &cat->entries[cat->n - 1];
+			b.blockers++;
 			if (strlist_addf(&cat->warnings,
 					 "skill '%s' in %s is shadowed by the one in %s",
 					 f->skill->name, f->skill->dir, w->skill->dir) < 0)
@@ -636,17 +682,18 @@ struct catalog *catalog_build_with(const struct config *c, const struct catalog 
 		e->disabled = config_skill_disabled(c, e->skill->name);
 		if (gate_entry(&b, e) < 0)
 			goto fail;
+		e->ngate = e->warnings.n;
 	}
 	free(found.items);
 	found.items = NULL;
 	free(ri.by_dir);
 	ri.by_dir = NULL;
 
-	size_t stack[64];
-	for (size_t i = 0; i < cat->n; i++)
-		if (cat->entries[i].skill->sub_skill_refs.n &&
-		    resolve_refs(cat, i, i, stack, 0, &cat->entries[i]) < 0)
-			goto fail;
+	if (resolve_all_refs(cat) < 0 || note_renamed(cat) < 0)
+		goto fail;
+	cat->config = c;
+	cat->updatable = b.blockers == 0;
+	cat->nbuilt_warnings = cat->warnings.n;
 	return cat;
 fail:
 	for (size_t i = 0; i < found.n; i++) {
@@ -719,8 +766,313 @@ void catalog_free(struct catalog *cat)
 	}
 	free(cat->entries);
 	strlist_free(&cat->warnings);
+	strlist_free(&cat->delta.names);
+	free(cat->renamed);
 	for (size_t i = 0; i < cat->npins; i++)
 		pin_unref(cat->pins[i]);
 	free(cat->pins);
 	free(cat);
+}
+
+/* ---- catalog_update: following a change in O(what changed) ---- */
+
+/* One skill directory catalog_update looks at again. */
+struct change {
+	const char *dir;
+	size_t source;
+	const struct catalog_entry *was; /* prev's entry of dir, or NULL */
+	struct catalog_entry now;        /* what dir holds now; now.skill NULL:
+	                                    no skill */
+};
+
+/* prev's entry whose skill lies in dir, or NULL: the one named as the
+ * directory, else one of the few named otherwise. */
+static const struct catalog_entry *entry_in(const struct catalog *prev, const char *dir)
+{
+	const char *slash = strrchr(dir, '/');
+	const struct catalog_entry *e = catalog_find(prev, slash ? slash + 1 : dir);
+	if (e && strcmp(entry_dir(e), dir) == 0)
+		return e;
+	for (size_t i = 0; i < prev->nrenamed; i++)
+		if (strcmp(entry_dir(&prev->entries[prev->renamed[i]]), dir) == 0)
+			return &prev->entries[prev->renamed[i]];
+	return NULL;
+}
+
+/* The skill directories dirty touches, each once (sorted: dirty is), into
+ * dirs, and the index of the source of each into *sources; -1 with errno EAGAIN when one lies where catalog_update cannot
+ * follow it, ENOMEM. */
+static int changed_dirs(const struct config *c, const struct strlist *dirty,
+			struct strlist *dirs, size_t **sources)
+{
+	size_t cap = 0;
+	for (size_t i = 0; i < dirty->n; i++) {
+		const char *d = dirty->items[i];
+		long si = -1;
+		for (size_t k = 0; k < c->nsources; k++) {
+			const char *sp = c->sources[k].path;
+			size_t n = strlen(sp);
+			if (strncmp(d, sp, n) != 0 || (d[n] != '\0' && d[n] != '/'))
+				continue;
+			if (si >= 0 || c->sources[k].recursive || c->sources[k].fingerprint) {
+				errno = EAGAIN; /* in two sources, or one searched or pinned */
+				return -1;
+			}
+			si = (long)k;
+		}
+		if (si < 0)
+			continue; /* not in a source: not a skill's */
+		size_t root = strlen(c->sources[si].path);
+		if (d[root] == '\0')
+			continue; /* the source: the names in it are listed too */
+		const char *name = d + root + 1, *end = strchr(name, '/');
+		size_t len = end ? (size_t)(end - d) : strlen(d);
+		if (name[0] == '.')
+			continue;
+		if (strncmp(name, "SKILL.md", 8) == 0 && (name[8] == '\0' || name[8] == '/')) {
+			errno = EAGAIN; /* the source may become one skill */
+			return -1;
+		}
+		if (dirs->n && strlen(dirs->items[dirs->n - 1]) == len &&
+		    strncmp(dirs->items[dirs->n - 1], d, len) == 0)
+			continue;
+		size_t *p = grow(*sources, &cap, dirs->n, sizeof *p, 16);
+		if (!p || strlist_addf(dirs, "%.*s", (int)len, d) < 0)
+			return -1;
+		*sources = p;
+		p[dirs->n - 1] = (size_t)si;
+	}
+	return 0;
+}
+
+static int cmp_change_name(const void *a, const void *b)
+{
+	const struct change *x = a, *y = b;
+	return strcmp(x->now.skill->name, y->now.skill->name);
+}
+
+/* Copies prev's entry into e: references taken, its findings' warnings
+ * kept, sub-skill references left for resolve_all_refs. */
+static int entry_copy(struct catalog_entry *e, const struct catalog_entry *pe)
+{
+	*e = *pe;
+	skill_ref(e->skill);
+	if (e->loaded)
+		skill_ref(e->loaded);
+	scan_ref(e->scan);
+	e->warnings = (struct strlist){ 0 };
+	e->ref_subs = NULL;
+	e->nref_subs = 0;
+	e->is_referenced_sub = false;
+	for (size_t k = 0; k < pe->ngate; k++)
+		if (strlist_add(&e->warnings, pe->warnings.items[k]) < 0)
+			return -1;
+	return 0;
+}
+
+/* Whether what resolve_all_refs gave e differs from what it gave pe. */
+static bool refs_differ(const struct catalog *cat, const struct catalog_entry *e,
+			const struct catalog *prev, const struct catalog_entry *pe)
+{
+	if (e->nref_subs != pe->nref_subs || e->is_referenced_sub != pe->is_referenced_sub ||
+	    !strlist_equal(&e->warnings, &pe->warnings))
+		return true;
+	for (size_t k = 0; k < e->nref_subs; k++)
+		if (strcmp(cat->entries[e->ref_subs[k]].skill->name,
+			   prev->entries[pe->ref_subs[k]].skill->name) != 0)
+			return true;
+	return false;
+}
+
+struct catalog *catalog_update(const struct config *c, const struct catalog *prev,
+			       const struct skill_limits *lim, const struct strlist *dirty,
+			       const struct pin_history *hist)
+{
+	if (!prev || !prev->updatable || prev->config != c || !dirty) {
+		errno = EAGAIN;
+		return NULL;
+	}
+	struct strlist sorted = { 0 }, dirs = { 0 };
+	size_t *sources = NULL, *from = NULL, *count = NULL;
+	struct change *ch = NULL;
+	struct findings_rules *rules = NULL;
+	char *rerr = NULL;
+	bool *gone = NULL;
+	size_t nch = 0, nadd = 0;
+	int err = ENOMEM;
+	struct catalog *cat = calloc(1, sizeof *cat);
+	if (!cat || strlist_extend(&sorted, dirty) < 0)
+		goto fail;
+	strlist_sort(&sorted);
+	if (changed_dirs(c, &sorted, &dirs, &sources) < 0) {
+		err = errno;
+		goto fail;
+	}
+	if (!(ch = calloc(dirs.n ? dirs.n : 1, sizeof *ch)) ||
+	    !(gone = calloc(prev->n ? prev->n : 1, sizeof *gone)) ||
+	    !(count = calloc(c->nsources ? c->nsources : 1, sizeof *count)) ||
+	    !(cat->pins = calloc(c->nsources ? c->nsources : 1, sizeof *cat->pins)))
+		goto fail;
+	cat->npins = c->nsources;
+	for (size_t i = 0; i < prev->npins && i < cat->npins; i++)
+		cat->pins[i] = prev->pins[i] ? pin_ref(prev->pins[i]) : NULL;
+	if (dirs.n && !(rules = findings_rules_new(&rerr)))
+		goto fail;
+	/* Each directory loaded again (its SKILL.md re-read: it is dirty). */
+	for (size_t i = 0; i < dirs.n; i++) {
+		struct change *x = &ch[nch++];
+		x->dir = dirs.items[i];
+		x->source = sources[i];
+		x->was = entry_in(prev, x->dir);
+		const struct catalog_entry *one[1] = { x->was };
+		struct reuse_index ri = { one, x->was ? 1 : 0 };
+		struct stat st;
+		if (stat(x->dir, &st) == 0 && S_ISDIR(st.st_mode) &&
+		    load_skill_dir(x->dir, &ri, lim, &sorted, rules, &x->now.skill, &x->now.scan) < 0)
+			goto fail;
+		if (x->was)
+			gone[x->was - prev->entries] = true;
+		if (!x->now.skill)
+			continue;
+		nadd++;
+		if (skill_name_unusable(x->now.skill->name)) {
+			err = EAGAIN; /* its warning is the full build's */
+			goto fail;
+		}
+		struct catalog_entry *e = &x->now;
+		e->source = x->source;
+		e->trust = config_skill_trust(c, e->skill->name, c->sources[e->source].trust);
+		e->disabled = config_skill_disabled(c, e->skill->name);
+		struct build b = { .c = c, .prev = prev, .ri = &ri, .lim = lim, .hist = hist,
+				   .cat = cat };
+		if (gate_entry(&b, e) < 0)
+			goto fail;
+		e->ngate = e->warnings.n;
+	}
+	/* The merge: prev's entries that stay, and the ones loaded, by name. */
+	struct change **add = malloc((nadd ? nadd : 1) * sizeof *add);
+	if (!add)
+		goto fail;
+	size_t na = 0;
+	for (size_t i = 0; i < nch; i++)
+		if (ch[i].now.skill)
+			add[na++] = &ch[i];
+	for (size_t i = 1; i < na; i++) { /* few: insertion sort */
+		struct change *t = add[i];
+		size_t k = i;
+		for (; k > 0 && cmp_change_name(add[k - 1], t) > 0; k--)
+			add[k] = add[k - 1];
+		add[k] = t;
+	}
+	size_t nkept = 0;
+	for (size_t i = 0; i < prev->n; i++)
+		nkept += !gone[i];
+	cat->n = 0;
+	if (!(cat->entries = calloc(nkept + na ? nkept + na : 1, sizeof *cat->entries)) ||
+	    !(from = malloc((nkept + na ? nkept + na : 1) * sizeof *from))) {
+		free(add);
+		goto fail;
+	}
+	size_t pi = 0, ai = 0;
+	while (pi < prev->n || ai < na) {
+		while (pi < prev->n && gone[pi])
+			pi++;
+		if (pi >= prev->n && ai >= na)
+			break;
+		int cmp = pi >= prev->n ? 1
+			  : ai >= na  ? -1
+				      : strcmp(prev->entries[pi].skill->name, add[ai]->now.skill->name);
+		if (cmp == 0 || (ai + 1 < na && strcmp(add[ai]->now.skill->name,
+						       add[ai + 1]->now.skill->name) == 0)) {
+			free(add);
+			err = EAGAIN; /* a duplicate name: the full build settles it */
+			goto fail;
+		}
+		struct catalog_entry *e = &cat->entries[cat->n];
+		if (cmp < 0) {
+			if (entry_copy(e, &prev->entries[pi]) < 0) {
+				cat->n++;
+				free(add);
+				goto fail;
+			}
+			from[cat->n] = pi++;
+		} else {
+			*e = add[ai]->now;
+			add[ai]->now = (struct catalog_entry){ 0 };
+			from[cat->n] = SIZE_MAX;
+			ai++;
+		}
+		count[e->source]++;
+		cat->n++;
+	}
+	free(add);
+	for (size_t i = 0; i < c->nsources; i++) {
+		if (!count[i]) {
+			err = EAGAIN; /* its warning is the full build's */
+			goto fail;
+		}
+	}
+	if (resolve_all_refs(cat) < 0 || note_renamed(cat) < 0 ||
+	    strlist_extend(&cat->warnings, &prev->warnings) < 0)
+		goto fail;
+	while (cat->warnings.n > prev->nbuilt_warnings)
+		free(cat->warnings.items[--cat->warnings.n]);
+	/* What changed: the directories loaded again, and the entries whose
+	 * sub-skill references resolve otherwise now. */
+	for (size_t i = 0; i < nch; i++)
+		if (ch[i].was && strlist_add(&cat->delta.names, ch[i].was->skill->name) < 0)
+			goto fail;
+	for (size_t i = 0; i < cat->n; i++) {
+		const struct catalog_entry *e = &cat->entries[i];
+		bool changed = from[i] == SIZE_MAX;
+		if (!changed && (e->nref_subs || e->is_referenced_sub || e->warnings.n > e->ngate ||
+				 prev->entries[from[i]].nref_subs ||
+				 prev->entries[from[i]].is_referenced_sub ||
+				 prev->entries[from[i]].warnings.n > prev->entries[from[i]].ngate))
+			changed = refs_differ(cat, e, prev, &prev->entries[from[i]]);
+		if (from[i] == SIZE_MAX)
+			cat->delta.names_changed |= catalog_index(prev, e->skill->name) < 0;
+		if (changed && strlist_add(&cat->delta.names, e->skill->name) < 0)
+			goto fail;
+	}
+	for (size_t i = 0; i < nch && !cat->delta.names_changed; i++)
+		cat->delta.names_changed = ch[i].was && catalog_index(cat, ch[i].was->skill->name) < 0;
+	strlist_sort(&cat->delta.names);
+	size_t u = 0;
+	for (size_t i = 0; i < cat->delta.names.n; i++) {
+		if (u && strcmp(cat->delta.names.items[u - 1], cat->delta.names.items[i]) == 0)
+			free(cat->delta.names.items[i]);
+		else
+			cat->delta.names.items[u++] = cat->delta.names.items[i];
+	}
+	cat->delta.names.n = u;
+	cat->delta.base = prev;
+	cat->config = c;
+	cat->updatable = true;
+	cat->nbuilt_warnings = prev->nbuilt_warnings;
+	err = 0;
+fail:
+	for (size_t i = 0; ch && i < nch; i++) {
+		skill_unref(ch[i].now.skill);
+		skill_unref(ch[i].now.loaded);
+		scan_unref(ch[i].now.scan);
+		strlist_free(&ch[i].now.warnings);
+	}
+	free(ch);
+	free(gone);
+	free(count);
+	free(from);
+	free(sources);
+	strlist_free(&dirs);
+	strlist_free(&sorted);
+	findings_rules_free(rules);
+	if (rerr)
+		fprintf(stderr, "skillfs: %s\n", rerr);
+	free(rerr);
+	if (err) {
+		catalog_free(cat);
+		errno = err;
+		return NULL;
+	}
+	return cat;
 }

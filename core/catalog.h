@@ -26,8 +26,9 @@ struct catalog_entry {
 	size_t source;            /* index into config->sources */
 	enum trust trust;         /* source trust after the per-skill override */
 	bool disabled;            /* in skills.disabled */
-	struct strlist warnings;  /* catalogue-level: unknown/cyclic sub-skill
-	                             references, shadowed duplicates */
+	struct strlist warnings;  /* its findings' (the first ngate), then
+	                             the sub-skill references': unknown, cyclic */
+	size_t ngate;
 	/* Resolved front-matter sub-skill references that exist, each at most
 	 * once, in declaration order, cycles cut (indexes into entries). */
 	size_t *ref_subs;
@@ -47,6 +48,24 @@ struct catalog {
 	 * one reference; NULL when it is not pinned (or was not read). */
 	struct source_pin **pins;
 	size_t npins;
+	/* What this catalogue changed from the one it was made from by
+	 * catalog_update (base; compared, never followed); base NULL: built
+	 * from scratch, anything may differ. */
+	struct catalog_delta {
+		const struct catalog *base;
+		struct strlist names; /* sorted: each skill whose entry came, went
+		                         or changed in anything the mount shows */
+		bool names_changed;   /* a name came or went: indexes moved */
+	} delta;
+	const struct config *config; /* built for (identity only) */
+	size_t *renamed;  /* entries whose name is not their directory's own
+	                     (ascending indexes), for catalog_update */
+	size_t nrenamed;
+	size_t nbuilt_warnings; /* the first warnings are the build's own; any
+	                           after them were added by its owner */
+	bool updatable;  /* catalog_update can build on it: no duplicate
+	                    names, no unlisted directory, no source that is
+	                    one skill, listed twice or holds none */
 };
 
 /* Scans every source of c: a plain one's immediate subdirectories, a
@@ -72,6 +91,18 @@ struct catalog *catalog_build(const struct config *c, const struct catalog *prev
 struct catalog *catalog_build_with(const struct config *c, const struct catalog *prev,
 				   const struct skill_limits *lim, const struct strlist *dirty,
 				   const struct pin_history *hist);
+
+/* A catalogue equal to what catalog_build_with(c, prev, lim, dirty, hist)
+ * would build, made in O(what changed) from prev: dirty must name every
+ * directory that changed since prev was built for the same config c (each
+ * one that changed and those above it, as the watcher marks them, and each
+ * name that came or went in a source). Returns NULL with errno EAGAIN when
+ * the change is not one it can follow (prev not updatable, a directory in
+ * a recursive or pinned source, a name that collides): build it afresh
+ * then; or NULL with ENOMEM. */
+struct catalog *catalog_update(const struct config *c, const struct catalog *prev,
+			       const struct skill_limits *lim, const struct strlist *dirty,
+			       const struct pin_history *hist);
 
 /* The digest of the skills' files of directory dir taken as a source
  * (recursive: as recursive: true), exactly as a pin of such a source is

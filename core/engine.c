@@ -215,9 +215,13 @@ static int load_config(struct engine *e, struct config **out, char **err)
 	return 0;
 }
 
+/* A new snapshot of sc's config over the catalogue built from prev and
+ * dirty (catalog_build_with); complete: dirty names every directory that
+ * changed since prev, for the same config, so the catalogue can be
+ * updated in O(what changed) (catalog_update) where it can follow it. */
 static struct snapshot *snapshot_new(struct engine *e, struct shared_config *sc,
 				     const struct catalog *prev, const struct strlist *dirty,
-				     const char *config_error)
+				     const char *config_error, bool complete)
 {
 	struct snapshot *s = calloc(1, sizeof *s);
 	if (!s)
@@ -232,7 +236,11 @@ static struct snapshot *snapshot_new(struct engine *e, struct shared_config *sc,
 	 * can run (python3 in the sandbox's PATH, a usable sandbox). */
 	s->have_python = tools_unavailable_why("python", &sc->sandbox) == NULL;
 	s->engine = e;
-	s->catalog = catalog_build_with(sc->c, prev, &e->opt.limits, dirty, e->pin_history);
+	s->catalog = complete ? catalog_update(sc->c, prev, &e->opt.limits, dirty, e->pin_history)
+			      : NULL;
+	if (!s->catalog && (!complete || errno == EAGAIN))
+		s->catalog = catalog_build_with(sc->c, prev, &e->opt.limits, dirty,
+						e->pin_history);
 	if (config_error)
 		s->config_error = strdup(config_error);
 	/* What the watcher could not follow is a catalogue warning: it is
@@ -308,7 +316,7 @@ struct engine *engine_open(const struct engine_options *opt, char **err)
 		config_free(c);
 		goto fail;
 	}
-	e->current = snapshot_new(e, sc, NULL, NULL, NULL);
+	e->current = snapshot_new(e, sc, NULL, NULL, NULL, false);
 	shared_config_unref(sc);
 	if (!e->current)
 		goto fail;
@@ -321,7 +329,37 @@ fail:
 	return NULL;
 }
 
+/* Shares with now each resolution of old that the change from old's
+ * catalogue to now's (an update of it: catalog_update) leaves as it was:
+ * the same config, no name come or gone (the indexes it holds stay), the
+ * same catalogue warnings (every configuration shows them), and none of
+ * the skills it shows changed. */
+static void share_resolutions(struct snapshot *old, struct snapshot *now)
+{
+	const struct catalog *a = old->catalog, *b = now->catalog;
+	if (old->cfg != now->cfg || b->delta.base != a || b->delta.names_changed ||
+	    !strlist_equal(&a->warnings, &b->warnings))
+		return;
+	const struct config *c = snapshot_config(now);
+	pthread_mutex_lock(&old->lock);
+	for (size_t i = 0; i < c->nconfigs; i++)
+		if (old->res[i] && !resolution_touches(old->res[i], a, &b->delta.names))
+			now->res[i] = resolution_ref(old->res[i]);
+	pthread_mutex_unlock(&old->lock);
+}
+
+static int reload(struct engine *e, bool config_changed, const struct strlist *dirty,
+		  bool complete);
+
 int engine_reload(struct engine *e, bool config_changed, const struct strlist *dirty)
+{
+	return reload(e, config_changed, dirty, false);
+}
+
+/* engine_reload; complete: dirty names every directory that changed since
+ * the current snapshot was made (snapshot_new). */
+static int reload(struct engine *e, bool config_changed, const struct strlist *dirty,
+		  bool complete)
 {
 	/* Reloads run one at a time, so each builds on the last; the scan
 	 * itself happens outside e->lock, which readers of the current
@@ -348,7 +386,8 @@ int engine_reload(struct engine *e, bool config_changed, const struct strlist *d
 			config_error = cerr;
 		}
 	}
-	struct snapshot *now = snapshot_new(e, sc, old->catalog, dirty, config_error);
+	struct snapshot *now = snapshot_new(e, sc, old->catalog, dirty, config_error,
+					    complete && !config_changed);
 	if (now && !config_changed && catalog_same(old->catalog, now->catalog)) {
 		/* Nothing changed (an event that touched nothing we show):
 		 * keep the snapshot, and what it has derived and cached. */
@@ -358,6 +397,7 @@ int engine_reload(struct engine *e, bool config_changed, const struct strlist *d
 		return 0;
 	}
 	if (now) {
+		share_resolutions(old, now);
 		pthread_mutex_lock(&e->lock);
 		now->generation = ++e->generation;
 		struct snapshot *prev = e->current;
@@ -761,13 +801,65 @@ static void watch_config_path(struct engine *e, const char *given, const char *r
 	free(cur);
 }
 
+/* The source of c that path lies in, or -1. */
+static long source_of(const struct config *c, const char *path)
+{
+	for (size_t i = 0; i < c->nsources; i++)
+		if (path_within(path, c->sources[i].path))
+			return (long)i;
+	return -1;
+}
+
+/* After a burst that changed only the directories in dirty (see
+ * watch_main): watches the directory of each one that lies in a plain
+ * source, the tree of the skill directory it is in or is, and the
+ * sources themselves. Returns false when a dirty directory lies in a
+ * recursive source, where any directory can become a skill: the caller
+ * then watches everything (watch_refresh). O(what changed). */
+static bool watch_dirty(struct engine *e, const struct config *c, const struct strlist *dirty)
+{
+	char path[PATH_MAX];
+	for (size_t i = 0; i < dirty->n; i++) {
+		long si = source_of(c, dirty->items[i]);
+		if (si >= 0 && c->sources[si].recursive)
+			return false;
+	}
+	for (size_t i = 0; i < dirty->n; i++) {
+		const char *d = dirty->items[i];
+		long si = source_of(c, d);
+		if (si < 0)
+			continue;
+		size_t root_len = strlen(c->sources[si].path);
+		if (d[root_len] == '\0') {
+			watch_add(e, d, root_len, WATCH_SOURCE, NULL);
+			continue;
+		}
+		/* The skill directory it is or lies in: the source's child. */
+		const char *end = strchr(d + root_len + 1, '/');
+		size_t n = end ? (size_t)(end - d) : strlen(d);
+		if (n >= sizeof path || d[root_len + 1] == '.')
+			continue;
+		memcpy(path, d, n);
+		path[n] = '\0';
+		struct stat st;
+		if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+			watch_tree(e, path, root_len, 0);
+	}
+	return true;
+}
+
 /* Adds watches for the config file's path (watch_config_path), every
  * source and its parent, and the directories of every skill of s that is
  * not also in old (all of them when old is NULL). Existing watches are
- * kept. */
-static void watch_refresh(struct engine *e, const struct snapshot *old, const struct snapshot *s)
+ * kept. dirty (may be NULL): only those directories changed since old,
+ * and neither the config nor a source was replaced: only what lies there
+ * is looked at (watch_dirty). */
+static void watch_refresh(struct engine *e, const struct snapshot *old, const struct snapshot *s,
+			  const struct strlist *dirty)
 {
 	const struct config *c = snapshot_config(s);
+	if (old && dirty && old->cfg == s->cfg && watch_dirty(e, c, dirty))
+		return;
 	char *given, *real;
 	config_paths(e, &given, &real);
 	if (given)
@@ -838,18 +930,18 @@ static void watch_refresh(struct engine *e, const struct snapshot *old, const st
  * found unchanged) to put that warning in the catalogue, where every
  * configuration's warnings show it. */
 static void reload_and_watch(struct engine *e, bool config_changed, const struct strlist *dirty,
-			     bool rescan)
+			     bool rescan, bool only_dirty)
 {
 	struct snapshot *old = engine_snapshot(e);
-	engine_reload(e, config_changed, dirty);
+	reload(e, config_changed, dirty, only_dirty);
 	struct snapshot *now = engine_snapshot(e);
 	if (now != old || rescan)
-		watch_refresh(e, old, now);
+		watch_refresh(e, old, now, only_dirty && !config_changed ? dirty : NULL);
 	snapshot_unref(now);
 	snapshot_unref(old);
 	if (e->watch_warning_new && !__atomic_load_n(&e->unwatching, __ATOMIC_RELAXED)) {
 		e->watch_warning_new = false;
-		reload_and_watch(e, false, NULL, false);
+		reload_and_watch(e, false, NULL, false, false);
 	}
 }
 
@@ -860,11 +952,11 @@ static void reload_and_watch(struct engine *e, bool config_changed, const struct
 static void watch_start(struct engine *e)
 {
 	struct snapshot *s = engine_snapshot(e);
-	watch_refresh(e, NULL, s);
+	watch_refresh(e, NULL, s, NULL);
 	snapshot_unref(s);
 	if (__atomic_load_n(&e->unwatching, __ATOMIC_RELAXED))
 		return;
-	reload_and_watch(e, config_file_changed(e), NULL, false);
+	reload_and_watch(e, config_file_changed(e), NULL, false, false);
 }
 
 /* The directories one burst of events made dirty (see catalog_build):
@@ -1031,8 +1123,15 @@ static void *watch_main(void *arg)
 							everything = true;
 					}
 				}
-				if (w->roles & WATCH_SOURCE)
+				if (w->roles & WATCH_SOURCE) {
 					any = true;
+					/* A name come or gone in a source: that
+					 * directory is what changed (it may be a
+					 * skill now, or no more). */
+					if (ev->len && ev->name[0] != '.' &&
+					    strlist_addf(&dirt->list, "%s/%s", w->path, ev->name) < 0)
+						everything = true;
+				}
 				/* In a source's parent only the source's own name
 				 * matters: the rest of that directory is not ours. */
 				for (size_t k = 0; (w->roles & WATCH_SOURCE_PARENT) && ev->len &&
@@ -1075,7 +1174,8 @@ static void *watch_main(void *arg)
 			 * reused, the best that can be done */
 		}
 		if (any)
-			reload_and_watch(e, config_changed, &dirt->list, true);
+			reload_and_watch(e, config_changed, &dirt->list, true,
+					 !everything && replaced.n == 0);
 		strlist_free(&replaced);
 		strlist_free(&dirt->list);
 		if (forced) {

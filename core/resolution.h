@@ -32,6 +32,7 @@ enum resolution_file_id {
 extern const char *const resolution_file_names[RES_NFILES];
 
 struct resolution {
+	int refs; /* atomic: resolution_ref, resolution_free */
 	char *config_name;
 	struct effective eff;
 	struct grants grants; /* the allow-list resolved now (R6 stores a copy) */
@@ -69,7 +70,18 @@ const char *resolution_file(const struct resolution *r, const char *name,
 /* Whether catalogue entry ci is an effective skill of r. O(log n). */
 bool resolution_is_effective(const struct resolution *r, size_t ci);
 
-/* Frees r and everything it holds. NULL is ignored. */
+/* Takes a reference and returns r (a snapshot shares an unchanged one
+ * with the next). */
+struct resolution *resolution_ref(struct resolution *r);
+
+/* Whether r, resolved over cat, shows anything of a skill named in names
+ * (sorted): an attachment or effective skill of that name, or a sub-skill
+ * one of them refers to. O(r's skills log names). */
+bool resolution_touches(const struct resolution *r, const struct catalog *cat,
+			const struct strlist *names);
+
+/* Drops a reference; the last frees r and everything it holds. NULL is
+ * ignored. */
 void resolution_free(struct resolution *r);
 
 #endif
