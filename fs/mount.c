@@ -1200,8 +1200,14 @@ static bool catalog_names_changed(const struct catalog *a, const struct catalog 
 	return false;
 }
 
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 /* Whether the catalogue entry of the skill named name[0..len) differs
- * between old and now. */
+ * between old and now: when now's catalogue is an update of old's, as
+ * its delta says. */
 static bool skill_changed(const struct snapshot *old, const struct snapshot *now,
 			  const char *name, size_t len)
 {
@@ -1210,6 +1216,11 @@ static bool skill_changed(const struct snapshot *old, const struct snapshot *now
 		return false;
 	memcpy(nm, name, len);
 	nm[len] = '\0';
+	const struct catalog_delta *d = &now->catalog->delta;
+	if (d->base == old->catalog) {
+		const char *key = nm;
+		return bsearch(&key, d->names.items, d->names.n, sizeof(char *), cmp_name);
+	}
 	return entry_changed(catalog_find(old->catalog, nm), catalog_find(now->catalog, nm));
 }
 
@@ -1257,7 +1268,10 @@ static void on_change(void *ctx, const struct snapshot *old, const struct snapsh
 			      (old->config_error == NULL) != (now->config_error == NULL) ||
 			      (old->config_error &&
 			       strcmp(old->config_error, now->config_error) != 0);
-	bool names_changed = catalog_names_changed(old->catalog, now->catalog);
+	const struct catalog_delta *delta = &now->catalog->delta;
+	bool update = delta->base == old->catalog;
+	bool names_changed = update ? delta->names_changed
+				    : catalog_names_changed(old->catalog, now->catalog);
 	/* The catalogue-wide warnings show in every configuration's. */
 	bool any_skill_changed = names_changed ||
 				 !strlist_equal(&old->catalog->warnings, &now->catalog->warnings);
@@ -1266,7 +1280,8 @@ static void on_change(void *ctx, const struct snapshot *old, const struct snapsh
 	if (nodes_snapshot(&m->nodes, &refs, &n) < 0)
 		return;
 	/* Which skills changed, decided once per skill name. */
-	for (size_t i = 0; i < now->catalog->n && !any_skill_changed; i++) {
+	any_skill_changed |= update && delta->names.n;
+	for (size_t i = 0; !update && i < now->catalog->n && !any_skill_changed; i++) {
 		const struct catalog_entry *b = &now->catalog->entries[i];
 		any_skill_changed = entry_changed(catalog_find(old->catalog, b->skill->name), b);
 	}

@@ -214,7 +214,23 @@ int audit_changes(const struct snapshot *old, const struct snapshot *now, json_t
 		rc = pin_changes(old, now, events, states);
 	char key[128];
 	size_t i = 0, k = 0;
-	while (rc == 0 && (i < a->n || k < b->n)) {
+	/* An update of a's catalogue: only the skills it names can differ. */
+	bool delta = b->delta.base == a && ca == cb;
+	for (size_t d = 0; delta && rc == 0 && d < b->delta.names.n; d++) {
+		const char *name = b->delta.names.items[d];
+		const struct catalog_entry *x = catalog_find(a, name), *y = catalog_find(b, name);
+		if ((x && y && x->skill == y->skill && x->scan == y->scan && x->source == y->source) ||
+		    entry_key(key, sizeof key, name) < 0)
+			continue;
+		json_t *was = x ? skill_state(ca, x) : NULL, *is = y ? skill_state(cb, y) : NULL;
+		if ((x && !was) || (y && !is)) {
+			json_decref(was);
+			json_decref(is);
+			return -1;
+		}
+		rc = diff_key(key, was, is, events, states);
+	}
+	while (!delta && rc == 0 && (i < a->n || k < b->n)) {
 		const struct catalog_entry *x = i < a->n ? &a->entries[i] : NULL;
 		const struct catalog_entry *y = k < b->n ? &b->entries[k] : NULL;
 		int c = !x ? 1 : !y ? -1 : strcmp(x->skill->name, y->skill->name);
