@@ -661,7 +661,11 @@ struct catalog *catalog_build_with(const struct config *c, const struct catalog 
 		struct found *f = &found.items[i];
 		if (cat->n && strcmp(cat->entries[cat->n - 1].skill->name, f->skill->name) == 0) {
 			const struct catalog_entry *w = &cat->entries[cat->n - 1];
-			b.blockers++;
+			if (strlist_add(&cat->shadowed, f->skill->dir ? f->skill->dir : "") < 0 ||
+			    ((!cat->dup_names.n ||
+			      strcmp(cat->dup_names.items[cat->dup_names.n - 1], w->skill->name)) &&
+			     strlist_add(&cat->dup_names, w->skill->name) < 0))
+				goto fail;
 			if (strlist_addf(&cat->warnings,
 					 "skill '%s' in %s is shadowed by the one in %s",
 					 f->skill->name, f->skill->dir, w->skill->dir) < 0)
@@ -691,6 +695,7 @@ struct catalog *catalog_build_with(const struct config *c, const struct catalog 
 
 	if (resolve_all_refs(cat) < 0 || note_renamed(cat) < 0)
 		goto fail;
+	strlist_sort(&cat->shadowed);
 	cat->config = c;
 	cat->updatable = b.blockers == 0;
 	cat->nbuilt_warnings = cat->warnings.n;
@@ -767,6 +772,8 @@ void catalog_free(struct catalog *cat)
 	free(cat->entries);
 	strlist_free(&cat->warnings);
 	strlist_free(&cat->delta.names);
+	strlist_free(&cat->shadowed);
+	strlist_free(&cat->dup_names);
 	free(cat->renamed);
 	for (size_t i = 0; i < cat->npins; i++)
 		pin_unref(cat->pins[i]);
@@ -784,6 +791,12 @@ struct change {
 	struct catalog_entry now;        /* what dir holds now; now.skill NULL:
 	                                    no skill */
 };
+
+/* Whether sorted list l holds s. */
+static bool sorted_has(const struct strlist *l, const char *s)
+{
+	return l->n && bsearch(&s, l->items, l->n, sizeof(char *), cmp_str);
+}
 
 /* prev's entry whose skill lies in dir, or NULL: the one named as the
  * directory, else one of the few named otherwise. */
@@ -946,6 +959,11 @@ struct catalog *catalog_update(const struct config *c, const struct catalog *pre
 		x->dir = dirs.items[i];
 		x->source = sources[i];
 		x->was = entry_in(prev, x->dir);
+		if (sorted_has(&prev->shadowed, x->dir) ||
+		    (x->was && sorted_has(&prev->dup_names, x->was->skill->name))) {
+			err = EAGAIN; /* a duplicate name: the full build settles it */
+			goto fail;
+		}
 		const struct catalog_entry *one[1] = { x->was };
 		struct reuse_index ri = { one, x->was ? 1 : 0 };
 		struct stat st;
@@ -957,7 +975,8 @@ struct catalog *catalog_update(const struct config *c, const struct catalog *pre
 		if (!x->now.skill)
 			continue;
 		nadd++;
-		if (skill_name_unusable(x->now.skill->name)) {
+		if (skill_name_unusable(x->now.skill->name) ||
+		    sorted_has(&prev->dup_names, x->now.skill->name)) {
 			err = EAGAIN; /* its warning is the full build's */
 			goto fail;
 		}
@@ -1035,7 +1054,9 @@ struct catalog *catalog_update(const struct config *c, const struct catalog *pre
 		}
 	}
 	if (resolve_all_refs(cat) < 0 || carry_renamed(cat, prev, from) < 0 ||
-	    strlist_extend(&cat->warnings, &prev->warnings) < 0)
+	    strlist_extend(&cat->warnings, &prev->warnings) < 0 ||
+	    strlist_extend(&cat->shadowed, &prev->shadowed) < 0 ||
+	    strlist_extend(&cat->dup_names, &prev->dup_names) < 0)
 		goto fail;
 	while (cat->warnings.n > prev->nbuilt_warnings)
 		free(cat->warnings.items[--cat->warnings.n]);

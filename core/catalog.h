@@ -63,9 +63,12 @@ struct catalog {
 	size_t nrenamed;
 	size_t nbuilt_warnings; /* the first warnings are the build's own; any
 	                           after them were added by its owner */
-	bool updatable;  /* catalog_update can build on it: no duplicate
-	                    names, no unlisted directory, no source that is
-	                    one skill, listed twice or holds none */
+	bool updatable;  /* catalog_update can build on it: no unlisted
+	                    directory, no source that is one skill, listed
+	                    twice or holds none */
+	struct strlist shadowed;  /* sorted: the directories of skills a
+	                             duplicate name left out */
+	struct strlist dup_names; /* sorted: the names that have one */
 };
 
 /* Scans every source of c: a plain one's immediate subdirectories, a

@@ -356,6 +356,11 @@ int engine_reload(struct engine *e, bool config_changed, const struct strlist *d
 	return reload(e, config_changed, dirty, false);
 }
 
+int engine_update(struct engine *e, const struct strlist *dirty)
+{
+	return reload(e, false, dirty, true);
+}
+
 /* engine_reload; complete: dirty names every directory that changed since
  * the current snapshot was made (snapshot_new). */
 static int reload(struct engine *e, bool config_changed, const struct strlist *dirty,

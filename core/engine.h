@@ -100,6 +100,14 @@ void snapshot_unref(struct snapshot *s);
  * called). Returns 0, or -1 on ENOMEM. */
 int engine_reload(struct engine *e, bool config_changed, const struct strlist *dirty);
 
+/* engine_reload after a change the caller followed in full: dirty names
+ * every directory that changed since the current snapshot was made (each
+ * one that changed and those above it up to its source, and each name that
+ * came or went in a source), so the catalogue is updated in O(what
+ * changed) where catalog_update can follow the change, and built afresh
+ * where it cannot. What the watcher does after a burst of events. */
+int engine_update(struct engine *e, const struct strlist *dirty);
+
 /* Reloads the config file and re-reads every skill now, as the watcher
  * does after events were lost (skillfs reloads so on SIGHUP), and returns
  * once that is done (fn has been called when something changed). With a
