@@ -126,15 +126,7 @@ static int add(struct sink *s, unsigned line, unsigned rule)
  * first byte, then a compare; quicker than memmem on lines this short. */
 static bool holds(const char *hay, size_t len, const char *needle, size_t n)
 {
-	for (const char *p = hay, *end = hay + len; (size_t)(end - p) >= n;) {
-		p = memchr(p, needle[0], (size_t)(end - p) - n + 1);
-		if (!p)
-			return false;
-		if (memcmp(p, needle, n) == 0)
-			return true;
-		p++;
-	}
-	return false;
+	return memmem(hay, len, needle, n) != NULL;
 }
 
 static bool may_match(const struct rule_def *d, const char *lower, size_t len)
@@ -153,13 +145,15 @@ static bool may_match(const struct rule_def *d, const char *lower, size_t len)
 	return false;
 }
 
-/* Matches the entries of kind where against text (len bytes,
- * NUL-terminated; lower as may_match takes it), recording each at line. */
-static int match(const struct findings_rules *r, enum rule_where where, const char *text,
-		 const char *lower, size_t len, unsigned line, struct sink *s)
+/* Matches the entries of kind where that are live (one of their needles is
+ * somewhere in the file: a part of it can hold no other) against text (len
+ * bytes, NUL-terminated; lower as may_match takes it), recording each at
+ * line. */
+static int match(const struct findings_rules *r, enum rule_where where, const bool *live,
+		 const char *text, const char *lower, size_t len, unsigned line, struct sink *s)
 {
 	for (size_t i = 0; i < NRULES; i++)
-		if (rules[i].where == where && may_match(&rules[i], lower, len) &&
+		if (live[i] && rules[i].where == where && may_match(&rules[i], lower, len) &&
 		    regexec(&r->re[i], text, 0, NULL, 0) == 0 && add(s, line, (unsigned)i) < 0)
 			return -1;
 	return 0;
@@ -226,6 +220,19 @@ int findings_scan(const struct findings_rules *r, const char *text, size_t len,
 	size_t at = len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
 	unsigned line = 1;
 	int rc = 0;
+	/* Each needle is looked for once in the whole file, not on every
+	 * line: most files hold none. (A comment's text is matched with its
+	 * lines joined: its entries are always live.) */
+	bool live[NRULES], any = false;
+	if (!lowered(&low, &lcap, text, len)) {
+		rc = -1;
+	} else {
+		for (size_t i = 0; i < NRULES; i++)
+			any |= live[i] = !*rules[i].needles || rules[i].where == COMMENT ||
+					 may_match(&rules[i], low, len);
+	}
+	if (!any)
+		at = len; /* nothing to match */
 	/* Each line. */
 	for (size_t i = at; i < len && rc == 0; line++) {
 		const char *nl = memchr(text + i, '\n', len - i);
@@ -235,7 +242,7 @@ int findings_scan(const struct findings_rules *r, const char *text, size_t len,
 		    !lowered(&low, &lcap, buf, e - i))
 			rc = -1;
 		else
-			rc = match(r, LINE, buf, low, e - i, line, &s);
+			rc = match(r, LINE, live, buf, low, e - i, line, &s);
 		i = end + 1;
 	}
 	/* Each HTML comment. */
@@ -252,7 +259,7 @@ int findings_scan(const struct findings_rules *r, const char *text, size_t len,
 		    !lowered(&low, &lcap, buf, to - from))
 			rc = -1;
 		else
-			rc = match(r, COMMENT, buf, low, to - from, line, &s);
+			rc = match(r, COMMENT, live, buf, low, to - from, line, &s);
 		line += lines_in(text + from, to - from);
 		i = close ? to + 3 : len;
 	}
