@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -922,13 +923,10 @@ static void apply_run_note(struct mount *m, const char *id, unsigned what)
 	/* Each sub-agent's directory (its result comes with its end). */
 	struct node_ref *refs = NULL;
 	size_t nrefs = 0;
-	int plen = snprintf(path, sizeof path, "runs/%s/subagents/", id);
-	if ((what & RUN_CHANGED_SUBAGENTS) && plen > 0 &&
-	    nodes_snapshot(&m->nodes, &refs, &nrefs) == 0) {
-		for (size_t i = 0; i < nrefs; i++)
-			if (strncmp(refs[i].path, path, (size_t)plen) == 0 &&
-			    !strchr(refs[i].path + plen, '/'))
-				fuse_lowlevel_notify_inval_inode(m->se, refs[i].ino, 0, 0);
+	snprintf(path, sizeof path, "runs/%s/subagents", id);
+	if ((what & RUN_CHANGED_SUBAGENTS) && nodes_subtree(&m->nodes, path, 1, &refs, &nrefs) == 0) {
+		for (size_t i = 1; i < nrefs; i++) /* [0] is subagents/ itself */
+			fuse_lowlevel_notify_inval_inode(m->se, refs[i].ino, 0, 0);
 		nodes_refs_free(refs, nrefs);
 	}
 	if ((what & RUN_CHANGED_REMOVED) && runs_ino)
@@ -1257,6 +1255,53 @@ static void log_change(const struct snapshot *old, const struct snapshot *now)
 	log_new_warnings(&old->catalog->warnings, &now->catalog->warnings);
 }
 
+/* Invalidates what the kernel knows of the paths below path (depth
+ * levels down) for which hit says so (NULL: all of them). */
+static void invalidate_below(struct mount *m, const char *path, unsigned depth,
+			     bool (*hit)(const char *path, const struct snapshot *old,
+					 const struct snapshot *now),
+			     const struct snapshot *old, const struct snapshot *now)
+{
+	struct node_ref *refs;
+	size_t n;
+	if (nodes_subtree(&m->nodes, path, depth, &refs, &n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (!hit || hit(refs[i].path, old, now))
+			invalidate(m, &refs[i]);
+	nodes_refs_free(refs, n);
+}
+
+/* Under configs/: a skill's gate directory follows that skill; every
+ * other file follows any change (the catalogue's warnings, the
+ * resolutions). */
+static bool configs_hit(const char *p, const struct snapshot *old, const struct snapshot *now)
+{
+	const char *name;
+	size_t len;
+	return !view_gate_skill_of(p, &name, &len) || skill_changed(old, now, name, len);
+}
+
+/* on_change for an update of the catalogue under the same config
+ * (catalog_update): what its delta names, found through the nodes below
+ * skills/<name> and configs/, in O(what changed and configs/). */
+static void invalidate_changes(struct mount *m, const struct snapshot *old,
+			       const struct snapshot *now, bool names_changed,
+			       bool any_skill_changed)
+{
+	char path[4096];
+	const struct strlist *names = &now->catalog->delta.names;
+	if (names_changed) {
+		fuse_lowlevel_notify_inval_inode(m->se, 1, 0, 0);
+		invalidate_below(m, "skills", 0, NULL, old, now);
+	}
+	for (size_t i = 0; i < names->n; i++)
+		if (snprintf(path, sizeof path, "skills/%s", names->items[i]) < (int)sizeof path)
+			invalidate_below(m, path, UINT_MAX, NULL, old, now);
+	if (any_skill_changed)
+		invalidate_below(m, "configs", UINT_MAX, configs_hit, old, now);
+}
+
 static void on_change(void *ctx, const struct snapshot *old, const struct snapshot *now)
 {
 	struct mount *m = ctx;
@@ -1277,10 +1322,14 @@ static void on_change(void *ctx, const struct snapshot *old, const struct snapsh
 				 !strlist_equal(&old->catalog->warnings, &now->catalog->warnings);
 	struct node_ref *refs;
 	size_t n;
-	if (nodes_snapshot(&m->nodes, &refs, &n) < 0)
-		return;
 	/* Which skills changed, decided once per skill name. */
 	any_skill_changed |= update && delta->names.n;
+	if (update && !config_changed) {
+		invalidate_changes(m, old, now, names_changed, any_skill_changed);
+		return;
+	}
+	if (nodes_snapshot(&m->nodes, &refs, &n) < 0)
+		return;
 	for (size_t i = 0; !update && i < now->catalog->n && !any_skill_changed; i++) {
 		const struct catalog_entry *b = &now->catalog->entries[i];
 		any_skill_changed = entry_changed(catalog_find(old->catalog, b->skill->name), b);

@@ -62,6 +62,44 @@ static int grow(struct nodes *t)
 	return 0;
 }
 
+/* Puts n under up in the tree (up may be NULL: n stays out of it). */
+static void tree_link(struct node *n, struct node *up)
+{
+	n->up = up;
+	if (!up)
+		return;
+	n->next_sib = up->child;
+	if (up->child)
+		up->child->prev_sib = n;
+	up->child = n;
+}
+
+/* Takes n out of the tree; its children are left without a parent. */
+static void tree_unlink(struct node *n)
+{
+	if (n->up) {
+		if (n->prev_sib)
+			n->prev_sib->next_sib = n->next_sib;
+		else
+			n->up->child = n->next_sib;
+		if (n->next_sib)
+			n->next_sib->prev_sib = n->prev_sib;
+	}
+	for (struct node *c = n->child, *next; c; c = next) {
+		next = c->next_sib;
+		c->up = c->prev_sib = c->next_sib = NULL;
+	}
+	n->up = n->child = n->prev_sib = n->next_sib = NULL;
+}
+
+static struct node *find_path(struct nodes *t, const char *path)
+{
+	for (struct node *n = t->by_path[slot_path(t, path)]; n; n = n->next_path)
+		if (strcmp(n->path, path) == 0)
+			return n;
+	return NULL;
+}
+
 static struct node *find_ino(struct nodes *t, uint64_t ino)
 {
 	for (struct node *n = t->by_ino[slot_ino(t, ino)]; n; n = n->next_ino)
@@ -155,6 +193,8 @@ uint64_t nodes_lookup(struct nodes *t, uint64_t parent, const char *parent_path,
 			goto out;
 		t->next_ino++;
 		link_node(t, n);
+		struct node *up = find_ino(t, parent);
+		tree_link(n, up && !up->unlinked ? up : NULL);
 		t->count++;
 	}
 	n->nlookup++;
@@ -166,33 +206,31 @@ out:
 
 uint64_t nodes_find(struct nodes *t, const char *path)
 {
-	uint64_t ino = 0;
 	pthread_mutex_lock(&t->lock);
-	for (struct node *n = t->by_path[slot_path(t, path)]; n; n = n->next_path)
-		if (strcmp(n->path, path) == 0) {
-			ino = n->ino;
-			break;
-		}
+	struct node *n = find_path(t, path);
+	uint64_t ino = n ? n->ino : 0;
 	pthread_mutex_unlock(&t->lock);
 	return ino;
 }
 
 static void unlink_chain(struct node **head, struct node *n, bool by_path);
 
+/* Unlinks n and everything below it (nodes_unlink). */
+static void unlink_tree(struct nodes *t, struct node *n)
+{
+	while (n->child)
+		unlink_tree(t, n->child);
+	unlink_chain(&t->by_path[slot_path(t, n->path)], n, true);
+	n->unlinked = true;
+	tree_unlink(n);
+}
+
 void nodes_unlink(struct nodes *t, const char *path)
 {
-	size_t len = strlen(path);
 	pthread_mutex_lock(&t->lock);
-	for (size_t i = 0; i < t->nbuckets; i++) {
-		for (struct node *n = t->by_path[i], *next; n; n = next) {
-			next = n->next_path;
-			if (strncmp(n->path, path, len) == 0 &&
-			    (n->path[len] == '\0' || n->path[len] == '/')) {
-				unlink_chain(&t->by_path[i], n, true);
-				n->unlinked = true;
-			}
-		}
-	}
+	struct node *n = find_path(t, path);
+	if (n && n->ino != 1)
+		unlink_tree(t, n);
 	pthread_mutex_unlock(&t->lock);
 }
 
@@ -215,6 +253,7 @@ void nodes_forget(struct nodes *t, uint64_t ino, uint64_t count)
 		if (n->nlookup == 0) {
 			if (!n->unlinked)
 				unlink_chain(&t->by_path[slot_path(t, n->path)], n, true);
+			tree_unlink(n);
 			unlink_chain(&t->by_ino[slot_ino(t, n->ino)], n, false);
 			t->count--;
 			free(n->path);
@@ -251,6 +290,50 @@ int nodes_snapshot(struct nodes *t, struct node_ref **out, size_t *count)
 	}
 	*out = r;
 	*count = k;
+	return 0;
+}
+
+struct subtree {
+	struct node_ref *r;
+	size_t n, cap;
+};
+
+static int subtree_add(struct subtree *st, const struct node *n, unsigned depth)
+{
+	if (st->n == st->cap) {
+		size_t cap = st->cap ? st->cap * 2 : 16;
+		struct node_ref *r = realloc(st->r, cap * sizeof *r);
+		if (!r)
+			return -1;
+		st->r = r;
+		st->cap = cap;
+	}
+	struct node_ref *x = &st->r[st->n];
+	if (!(x->path = strdup(n->path)))
+		return -1;
+	x->ino = n->ino;
+	x->parent = n->parent;
+	st->n++;
+	for (const struct node *c = n->child; depth && c; c = c->next_sib)
+		if (subtree_add(st, c, depth - 1) < 0)
+			return -1;
+	return 0;
+}
+
+int nodes_subtree(struct nodes *t, const char *path, unsigned depth, struct node_ref **out,
+		  size_t *n)
+{
+	struct subtree st = { 0 };
+	pthread_mutex_lock(&t->lock);
+	const struct node *top = find_path(t, path);
+	int rc = top ? subtree_add(&st, top, depth) : 0;
+	pthread_mutex_unlock(&t->lock);
+	if (rc < 0) {
+		nodes_refs_free(st.r, st.n);
+		return -1;
+	}
+	*out = st.r;
+	*n = st.n;
 	return 0;
 }
 

@@ -17,6 +17,10 @@ struct node {
 	const char *name; /* last component, inside path */
 	bool unlinked;    /* removed (rmdir): names nothing, kept for FORGET */
 	struct node *next_path, *next_ino; /* hash chains */
+	/* The tree of the nodes that have a path: the parent's node (NULL for
+	 * the root and once unlinked or the parent freed), its first child, and
+	 * the siblings (same parent) before and after it. */
+	struct node *up, *child, *prev_sib, *next_sib;
 };
 
 struct nodes {
@@ -46,7 +50,8 @@ int nodes_path(struct nodes *t, uint64_t ino, char *buf, size_t size);
  * longer have a path (the kernel may hold them, the directory dead, until
  * it forgets them; they then name nothing: ENOENT), so a directory made
  * again under that name gets new inode numbers, and a descriptor still
- * open in the old one never reaches the new one. Linear in the nodes. */
+ * open in the old one never reaches the new one. Linear in the nodes
+ * below path. */
 void nodes_unlink(struct nodes *t, const char *path);
 
 /* The node for parent/name, created if new, with its lookup count raised
@@ -59,6 +64,13 @@ uint64_t nodes_find(struct nodes *t, const char *path);
 
 /* Drops n lookups of ino; frees it at zero. */
 void nodes_forget(struct nodes *t, uint64_t ino, uint64_t n);
+
+/* Copies the node at path and those below it, at most depth levels down
+ * (0: the node alone), out of the table; none when the kernel does not
+ * know path. Caller frees with nodes_refs_free. Linear in what is copied.
+ * Returns 0 or -1 on ENOMEM. */
+int nodes_subtree(struct nodes *t, const char *path, unsigned depth, struct node_ref **out,
+		  size_t *n);
 
 /* Copies every node (except the root) out of the table. Caller frees with
  * nodes_refs_free. Returns 0 or -1 on ENOMEM. */
