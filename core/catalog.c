@@ -181,6 +181,7 @@ static int load_skill_dir(const char *dir, const struct reuse_index *ri,
 struct load_job {
 	const char *root;
 	const struct strlist *names;
+	const unsigned char *types; /* per name: its d_type, or NULL: unknown */
 	const struct reuse_index *ri;
 	const struct skill_limits *lim;
 	const struct strlist *dirty;
@@ -200,9 +201,12 @@ static void *load_worker(void *arg)
 		size_t i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
 		if (i >= j->names->n)
 			break;
+		/* A directory as readdir said needs no stat; a link or an
+		 * entry of unknown type is followed to see what it is. */
 		if (snprintf(path, sizeof path, "%s/%s", j->root, j->names->items[i]) >=
 			    (int)sizeof path ||
-		    stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+		    ((!j->types || j->types[i] != DT_DIR) &&
+		     (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))))
 			continue;
 		if (load_skill_dir(path, j->ri, j->lim, j->dirty, j->rules, &j->skills[i],
 				   &j->scans[i]) < 0)
@@ -285,6 +289,17 @@ static int check_pin(struct build *b, size_t si, const struct strlist *names,
 	return 0;
 }
 
+/* A directory entry's name and type (d_type), as a source lists it. */
+struct typed_name {
+	char *name;
+	unsigned char type;
+};
+
+static int cmp_typed_name(const void *a, const void *b)
+{
+	return strcmp(((const struct typed_name *)a)->name, ((const struct typed_name *)b)->name);
+}
+
 static int scan_source(struct build *b, size_t source)
 {
 	const struct source *src = &b->c->sources[source];
@@ -317,6 +332,9 @@ static int scan_source(struct build *b, size_t source)
 		return strlist_addf(warnings, "source %s: %s", src->path, strerror(errno));
 	}
 	struct strlist names = { 0 };
+	unsigned char *types = NULL; /* plain: each name's d_type */
+	struct typed_name *listed = NULL;
+	size_t nlisted = 0, cap = 0;
 	int rc = 0;
 	if (src->recursive) {
 		/* Every directory holding a SKILL.md below the source, in
@@ -347,16 +365,30 @@ static int scan_source(struct build *b, size_t source)
 				continue;
 			if (de->d_type != DT_DIR && de->d_type != DT_LNK && de->d_type != DT_UNKNOWN)
 				continue;
-			if (strlist_add(&names, de->d_name) < 0) {
+			struct typed_name *p = grow(listed, &cap, nlisted, sizeof *p, 64);
+			if (!p || !(p[nlisted].name = strdup(de->d_name))) {
 				rc = -1;
 				break;
 			}
+			listed = p;
+			listed[nlisted++].type = de->d_type;
 		}
 		closedir(d);
-		strlist_sort(&names);
+		qsort(listed, nlisted, sizeof *listed, cmp_typed_name);
+		if (rc == 0 && nlisted && !(types = malloc(nlisted)))
+			rc = -1;
+		for (size_t i = 0; i < nlisted; i++) {
+			if (rc < 0)
+				free(listed[i].name);
+			else if (strlist_add_owned(&names, listed[i].name) == 0)
+				types[i] = listed[i].type;
+			else
+				rc = -1;
+		}
+		free(listed);
 	}
-	struct load_job job = { .root = src->path, .names = &names, .ri = b->ri, .lim = b->lim,
-				.dirty = b->dirty, .rules = b->rules };
+	struct load_job job = { .root = src->path, .names = &names, .types = types, .ri = b->ri,
+				.lim = b->lim, .dirty = b->dirty, .rules = b->rules };
 	if (rc == 0 && names.n && (!(job.skills = calloc(names.n, sizeof *job.skills)) ||
 				   !(job.scans = calloc(names.n, sizeof *job.scans))))
 		rc = -1;
@@ -382,6 +414,7 @@ static int scan_source(struct build *b, size_t source)
 	}
 	free(job.skills);
 	free(job.scans);
+	free(types);
 	strlist_free(&names);
 	if (rc == 0 && nskills == 0) {
 		b->blockers++;

@@ -91,7 +91,13 @@ static void walk_dir(struct walk *w, const char *rel, int depth)
 			note(w, "a path too long to read below %s", rel[0] ? rel : ".");
 			continue;
 		}
-		if (lstat(path, &st) < 0)
+		/* The entry's type as the directory gives it, else as lstat
+		 * says (the file's identity is taken when it is read). */
+		if (de->d_type == DT_DIR)
+			st.st_mode = S_IFDIR;
+		else if (de->d_type == DT_REG)
+			st.st_mode = S_IFREG;
+		else if (lstat(path, &st) < 0)
 			continue; /* gone meanwhile: a change that brings a rescan */
 		if (S_ISDIR(st.st_mode)) {
 			if (strcmp(name, ".git") == 0)
