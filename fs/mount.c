@@ -1217,7 +1217,8 @@ static bool skill_changed(const struct snapshot *old, const struct snapshot *now
 	const struct catalog_delta *d = &now->catalog->delta;
 	if (d->base == old->catalog) {
 		const char *key = nm;
-		return bsearch(&key, d->names.items, d->names.n, sizeof(char *), cmp_name);
+		return d->names.n &&
+		       bsearch(&key, d->names.items, d->names.n, sizeof(char *), cmp_name);
 	}
 	return entry_changed(catalog_find(old->catalog, nm), catalog_find(now->catalog, nm));
 }
