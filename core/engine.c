@@ -577,11 +577,12 @@ int engine_watch(struct engine *e, engine_change_fn fn, void *ctx)
 		.reload = host_reload,
 		.max_depth = ENGINE_MAX_DEPTH,
 	};
-	struct watcher *w = watcher_start(&host);
+	/* Kept before it starts: each snapshot asks it for its warning. */
+	struct watcher *w = watcher_new(&host);
 	if (!w)
 		return -1;
 	__atomic_store_n(&e->watcher, w, __ATOMIC_RELEASE);
-	return 0;
+	return watcher_start(w);
 }
 
 char *engine_state_path(struct engine *e, const char *state_path)

@@ -1,7 +1,9 @@
 /* watcher: the inotify watcher (see watcher.h). One thread reads the
  * events, gathers each burst of them, works out which directories changed
  * and has the host reload with them; then it watches what the new
- * catalogue brought. */
+ * catalogue brought. The directories the inotify watch limit keeps
+ * unwatched (watchlimit.h) are looked at again every watch.rescan_seconds
+ * on the same thread, and their watches tried again (rescan). */
 #include "watcher.h"
 
 #include <dirent.h>
@@ -20,6 +22,7 @@
 #include <unistd.h>
 
 #include "discover.h"
+#include "watchlimit.h"
 
 /* What a watched directory is to us (a directory can be several). */
 enum watch_role {
@@ -62,8 +65,22 @@ struct watcher {
 	size_t capwatches;
 	uint64_t burst;           /* bursts of events read (watcher thread) */
 	pthread_mutex_t warning_lock; /* guards watch_warning */
-	char *watch_warning;      /* set once when the watch limit is hit */
-	bool watch_warning_new;   /* not yet in a catalogue (watcher thread) */
+	char *watch_warning;      /* while the watch limit keeps directories
+	                             unwatched: what the catalogue warns */
+	bool watch_warning_new;   /* changed, not yet in a catalogue (watcher
+	                             thread) */
+	char *warning_path;       /* the first directory not watched, which the
+	                             warning names; NULL: none */
+	struct unwatched_set unwatched; /* the directories the watch limit keeps
+	                                   unwatched (watcher thread) */
+	bool sig_at_add;          /* a directory found unwatched is looked at
+	                             at once: the catalogue is read after it */
+	long rescan_seconds;      /* watch.rescan_seconds of the current config */
+	uint64_t next_rescan_ms;  /* CLOCK_MONOTONIC; 0: none due */
+	size_t nwatches;          /* watches held (for max_watches) */
+	size_t max_watches;       /* host.max_watches, watcher_cap_watches
+	                             (atomic); 0: no cap */
+	bool dry;                 /* watcher_dirs_needed: count, watch nothing */
 };
 
 #define WATCH_MASK (IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_FROM | \
@@ -100,29 +117,95 @@ static void watch_forget(struct watcher *wr, int wd)
 	free(w->path);
 	strlist_free(&w->names);
 	*w = (struct watch){ 0 };
+	wr->nwatches--;
 }
 
-/* Records, once per watcher, that the inotify watch limit kept path (and
- * so whatever lies below it) from being watched. The warning joins the
- * catalogue's warnings from the next reload on (reload_and_watch). */
-static void watch_limit_reached(struct watcher *wr, const char *path)
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+/* Sets the warning the catalogue shows (text NULL: none), to be put there
+ * by the next reload (watch_warning_new). */
+static void warning_set(struct watcher *wr, char *text)
 {
 	pthread_mutex_lock(&wr->warning_lock);
-	bool had = wr->watch_warning != NULL;
+	char *was = wr->watch_warning;
+	wr->watch_warning = text;
 	pthread_mutex_unlock(&wr->warning_lock);
-	if (had)
-		return;
-	char *msg;
-	if (asprintf(&msg,
-		     "the inotify watch limit is reached: changes in %s (and in any other "
-		     "directory not watched yet) are not followed; raise the sysctl "
-		     "fs.inotify.max_user_watches, then remount",
-		     path) < 0)
-		return; /* out of memory: the next directory refused tries again */
-	pthread_mutex_lock(&wr->warning_lock);
-	wr->watch_warning = msg;
-	pthread_mutex_unlock(&wr->warning_lock);
+	free(was);
 	wr->watch_warning_new = true;
+}
+
+/* The warning while the watch limit keeps directories unwatched: where
+ * (the first directory refused) and how they are followed now. NULL when
+ * out of memory. */
+static char *warning_text(const char *path, long rescan)
+{
+	char *msg;
+	int n = rescan > 0
+			? asprintf(&msg,
+				   "the inotify watch limit is reached: changes in %s (and in the "
+				   "other directories not watched) are found by a rescan every "
+				   "%ld s (watch.rescan_seconds) instead of at once; raise the "
+				   "sysctl fs.inotify.max_user_watches",
+				   path, rescan)
+			: asprintf(&msg,
+				   "the inotify watch limit is reached: changes in %s (and in the "
+				   "other directories not watched) are not followed "
+				   "(watch.rescan_seconds is 0); raise the sysctl "
+				   "fs.inotify.max_user_watches, then send SIGHUP or remount",
+				   path);
+	return n < 0 ? NULL : msg;
+}
+
+/* Records that the inotify watch limit kept path (and so whatever lies
+ * below it) from being watched: the warning, made once while directories
+ * stay unwatched, joins the catalogue's warnings from the next reload on
+ * (reload_and_watch). */
+static void watch_limit_reached(struct watcher *wr, const char *path)
+{
+	if (wr->warning_path)
+		return;
+	char *p = strdup(path), *msg = p ? warning_text(path, wr->rescan_seconds) : NULL;
+	if (!msg) {
+		free(p);
+		return; /* out of memory: the next directory refused tries again */
+	}
+	wr->warning_path = p;
+	warning_set(wr, msg);
+}
+
+/* Notes that the watch limit keeps path from being watched in the given
+ * roles (watch_add's arguments), merged into what is noted already. NULL
+ * when out of memory. */
+static struct unwatched *unwatched_note(struct unwatched_set *set, const char *path,
+					size_t root_len, unsigned roles, const char *source)
+{
+	struct unwatched *u = unwatched_get(set, path);
+	if (!u)
+		return NULL;
+	if ((roles & (WATCH_SOURCE | WATCH_TREE)) && (!u->root_len || root_len < u->root_len))
+		u->root_len = root_len; /* in two sources: the outer one */
+	u->roles |= roles;
+	if ((roles & WATCH_SOURCE_PARENT) && source && !strlist_has(&u->names, source) &&
+	    strlist_add(&u->names, source) < 0)
+		return NULL;
+	return u;
+}
+
+/* u's signature: what its directory holds (a source or a directory in
+ * one) and what the sources it holds are (a source's parent). */
+static uint64_t unwatched_signature(const struct unwatched *u)
+{
+	uint64_t h = 0;
+	if (u->roles & (WATCH_SOURCE | WATCH_TREE))
+		h = dir_signature(u->path);
+	if (u->roles & WATCH_SOURCE_PARENT)
+		h = h * 31 + paths_signature(&u->names);
+	return h;
 }
 
 /* Watches directory path in the given roles; a directory given several
@@ -131,10 +214,16 @@ static void watch_limit_reached(struct watcher *wr, const char *path)
  * which begins path. source (WATCH_SOURCE_PARENT): the source in path.
  * A directory seen again under another path (moved) takes the new one.
  * Nothing is watched when path is gone; when the watch limit is reached,
- * that is recorded (watch_limit_reached). */
-static void watch_add(struct watcher *wr, const char *path, size_t root_len, unsigned roles,
-		      const char *source)
+ * that is recorded (watch_limit_reached) and the directory is kept among
+ * the unwatched, to be rescanned. Returns 0, or -1 with errno when path
+ * is not watched (ENOSPC: the limit). */
+static int watch_add(struct watcher *wr, const char *path, size_t root_len, unsigned roles,
+		     const char *source)
 {
+	if (wr->dry) {
+		/* watcher_dirs_needed: each directory counted once */
+		return unwatched_note(&wr->unwatched, path, root_len, roles, NULL) ? 0 : -1;
+	}
 	uint32_t mask = IN_MASK_ADD;
 	if (roles & (WATCH_SOURCE | WATCH_TREE))
 		mask |= WATCH_MASK;
@@ -143,18 +232,39 @@ static void watch_add(struct watcher *wr, const char *path, size_t root_len, uns
 	if (roles & (WATCH_SOURCE_PARENT | WATCH_CONFIG_PATH))
 		mask |= SOURCE_PARENT_MASK;
 	int wd = inotify_add_watch(wr->inotify_fd, path, mask);
-	if (wd < 0) {
-		if (errno == ENOSPC)
-			watch_limit_reached(wr, path);
-		return; /* gone already, or not a directory: nothing to follow */
+	size_t max = __atomic_load_n(&wr->max_watches, __ATOMIC_RELAXED);
+	if (wd >= 0 && max && wr->nwatches >= max &&
+	    ((size_t)wd >= wr->capwatches || !wr->watches[wd].path)) {
+		/* watcher_cap_watches: a new watch past the cap is refused as
+		 * the kernel refuses one past its limit */
+		inotify_rm_watch(wr->inotify_fd, wd);
+		wd = -1;
+		errno = ENOSPC;
 	}
+	if (wd < 0) {
+		int err = errno;
+		if (err == ENOSPC) {
+			struct unwatched *u = unwatched_note(&wr->unwatched, path, root_len, roles,
+							     source);
+			if (u && !u->looked && wr->sig_at_add) {
+				u->sig = unwatched_signature(u);
+				u->looked = true;
+			}
+			watch_limit_reached(wr, path);
+		}
+		errno = err;
+		return -1; /* gone already, or not a directory: nothing to follow */
+	}
+	struct unwatched *u = unwatched_find(&wr->unwatched, path);
+	if (u)
+		u->watched = true; /* a rescan looks at it once more, then drops it */
 	if ((size_t)wd >= wr->capwatches) {
 		size_t cap = wr->capwatches ? wr->capwatches : 64;
 		while (cap <= (size_t)wd)
 			cap *= 2;
 		struct watch *p = realloc(wr->watches, cap * sizeof *p);
 		if (!p)
-			return; /* its events are dropped; the next refresh tries again */
+			return 0; /* its events are dropped; the next refresh tries again */
 		memset(p + wr->capwatches, 0, (cap - wr->capwatches) * sizeof *p);
 		wr->watches = p;
 		wr->capwatches = cap;
@@ -164,7 +274,9 @@ static void watch_add(struct watcher *wr, const char *path, size_t root_len, uns
 	if (!w->path || (in_source && strcmp(w->path, path) != 0)) {
 		char *p = strdup(path);
 		if (!p)
-			return;
+			return 0;
+		if (!w->path)
+			wr->nwatches++;
 		free(w->path);
 		*w = (struct watch){ wd, p, 0, w->roles, w->names, w->marked };
 	}
@@ -172,8 +284,9 @@ static void watch_add(struct watcher *wr, const char *path, size_t root_len, uns
 		w->root_len = root_len; /* in two sources: the outer one */
 	if ((roles & WATCH_SOURCE_PARENT) && source && !strlist_has(&w->names, source) &&
 	    strlist_add(&w->names, source) < 0)
-		return; /* out of memory: that source is not followed from here */
+		return 0; /* out of memory: that source is not followed from here */
 	w->roles |= roles;
+	return 0;
 }
 
 /* Watches dir and the directories below it (not through symbolic links),
@@ -408,6 +521,8 @@ static void watch_refresh(struct watcher *wr, const struct watcher_view *old,
 	}
 }
 
+static void warning_show(struct watcher *wr);
+
 /* Reloads (host.reload), then watches what the new catalogue brought
  * (rescan: also when the reload changed nothing, as after an event that
  * may have made a directory that is not a skill yet); when the watch limit
@@ -426,10 +541,36 @@ static void reload_and_watch(struct watcher *wr, bool config_changed, const stru
 		watch_refresh(wr, &old, &now, only_dirty && !config_changed ? dirty : NULL);
 	wr->host.release(wr->host.ctx, &now);
 	wr->host.release(wr->host.ctx, &old);
-	if (wr->watch_warning_new && !__atomic_load_n(&wr->unwatching, __ATOMIC_RELAXED)) {
-		wr->watch_warning_new = false;
-		reload_and_watch(wr, false, NULL, false, false);
-	}
+	warning_show(wr);
+}
+
+/* When the warning changed since the last reload, reloads to put it in the
+ * catalogue (or take it out). Only the warning changed: the catalogue is
+ * updated from the current one with no directory dirty. */
+static void warning_show(struct watcher *wr)
+{
+	if (!wr->watch_warning_new || __atomic_load_n(&wr->unwatching, __ATOMIC_RELAXED))
+		return;
+	wr->watch_warning_new = false;
+	struct strlist none = { 0 };
+	reload_and_watch(wr, false, &none, false, true);
+}
+
+/* Takes the current config's watch.rescan_seconds; when it changed, the
+ * warning that names it is made again. */
+static void rescan_interval(struct watcher *wr)
+{
+	struct watcher_view v;
+	wr->host.hold(wr->host.ctx, &v);
+	long secs = v.config->watch_rescan_seconds;
+	wr->host.release(wr->host.ctx, &v);
+	if (secs == wr->rescan_seconds)
+		return;
+	wr->rescan_seconds = secs;
+	wr->next_rescan_ms = 0;
+	char *msg = wr->warning_path ? warning_text(wr->warning_path, secs) : NULL;
+	if (msg)
+		warning_set(wr, msg);
 }
 
 /* Sets up the watches, then looks at the disk again: whatever changed
@@ -439,8 +580,13 @@ static void reload_and_watch(struct watcher *wr, bool config_changed, const stru
 static void watch_start(struct watcher *wr)
 {
 	struct watcher_view s;
+	rescan_interval(wr);
 	wr->host.hold(wr->host.ctx, &s);
+	/* A directory the limit keeps unwatched now is looked at before the
+	 * rescan below reads the disk: a change after that is one to it. */
+	wr->sig_at_add = true;
 	watch_refresh(wr, NULL, &s, NULL);
+	wr->sig_at_add = false;
 	wr->host.release(wr->host.ctx, &s);
 	if (__atomic_load_n(&wr->unwatching, __ATOMIC_RELAXED))
 		return;
@@ -455,20 +601,21 @@ struct dirt {
 	size_t last_len, last_root; /* last_len 0: none yet */
 };
 
-/* Marks w's directory and each directory above it, up to and including
- * its source, dirty: whichever skill owns the directory (the deepest skill
- * directory above it, or that skill's parent) is then loaded afresh, and
- * no other. Ancestors the previous mark added are not added again.
- * Returns 0, or -1 when out of memory (the list is then incomplete). */
-static int dirt_mark(struct dirt *d, const struct watch *w)
+/* Marks directory path, whose first root_len bytes are its source, and
+ * each directory above it, up to and including the source, dirty:
+ * whichever skill owns the directory (the deepest skill directory above
+ * it, or that skill's parent) is then loaded afresh, and no other.
+ * Ancestors the previous mark added are not added again. Returns 0, or -1
+ * when out of memory (the list is then incomplete). */
+static int dirt_mark(struct dirt *d, const char *path, size_t root_len)
 {
-	size_t len = strlen(w->path);
-	if (len >= sizeof d->last || w->root_len > len)
+	size_t len = strlen(path);
+	if (len >= sizeof d->last || root_len > len)
 		return 0;
 	char buf[PATH_MAX];
-	memcpy(buf, w->path, len + 1);
+	memcpy(buf, path, len + 1);
 	for (;;) {
-		if (d->last_len && d->last_root == w->root_len && len <= d->last_len &&
+		if (d->last_len && d->last_root == root_len && len <= d->last_len &&
 		    memcmp(d->last, buf, len) == 0 && (d->last[len] == '/' || d->last[len] == '\0'))
 			break; /* added, with what lies above it, by the previous mark */
 		buf[len] = '\0';
@@ -476,19 +623,19 @@ static int dirt_mark(struct dirt *d, const struct watch *w)
 			d->last_len = 0;
 			return -1;
 		}
-		if (len <= w->root_len)
+		if (len <= root_len)
 			break;
 		char *slash = strrchr(buf, '/');
 		if (!slash)
 			break;
 		size_t up = slash == buf ? 1 : (size_t)(slash - buf);
-		if (up < w->root_len)
+		if (up < root_len)
 			break;
 		len = up;
 	}
-	memcpy(d->last, w->path, strlen(w->path) + 1);
-	d->last_len = strlen(w->path);
-	d->last_root = w->root_len;
+	memcpy(d->last, path, strlen(path) + 1);
+	d->last_len = strlen(path);
+	d->last_root = root_len;
 	return 0;
 }
 
@@ -528,6 +675,147 @@ static int dirt_mark_sources(struct watcher *wr, struct dirt *d, bool all,
 	return rc;
 }
 
+/* Whether the config c still has u followed: its roles in or above a
+ * source are kept only while a source is there, and only the names on the
+ * way to a source (those of the config file's path are kept). */
+static bool unwatched_needed(struct unwatched *u, const struct config *c)
+{
+	if ((u->roles & (WATCH_SOURCE | WATCH_TREE)) && source_of(c, u->path) < 0)
+		u->roles &= ~(unsigned)(WATCH_SOURCE | WATCH_TREE);
+	for (size_t k = u->names.n; k-- > 0;) {
+		bool leads = false;
+		for (size_t i = 0; i < c->nsources && !leads; i++)
+			leads = path_within(c->sources[i].path, u->names.items[k]);
+		if (!leads)
+			strlist_remove(&u->names, u->names.items[k]);
+	}
+	if (!u->names.n)
+		u->roles &= ~(unsigned)WATCH_SOURCE_PARENT;
+	return u->roles != 0;
+}
+
+/* Once no directory is left unwatched: the warning goes, and the log says
+ * so. */
+static void all_watched(struct watcher *wr)
+{
+	if (wr->unwatched.n || !wr->warning_path)
+		return;
+	free(wr->warning_path);
+	wr->warning_path = NULL;
+	warning_set(wr, NULL);
+	fprintf(stderr, "skillfs: every directory is watched again: the inotify watch "
+			"limit no longer keeps any from being watched\n");
+	warning_show(wr);
+}
+
+/* With the rescans off (watch.rescan_seconds 0): drops the directories
+ * watched since (a full reload, SIGHUP's, read them again). */
+static void unwatched_prune(struct watcher *wr)
+{
+	if (!wr->unwatched.n || wr->rescan_seconds > 0)
+		return;
+	for (size_t i = 0; i < wr->unwatched.n; i++)
+		wr->unwatched.items[i].drop = wr->unwatched.items[i].watched;
+	unwatched_compact(&wr->unwatched);
+	all_watched(wr);
+}
+
+/* Looks at every directory the watch limit keeps unwatched again: tries
+ * its watch again (the limit may have been raised, or watches freed), and
+ * takes it as changed when what it holds is not what it held when last
+ * looked at (or it was never looked at, or is gone); then reloads with
+ * those directories dirty, as after a burst of events that named them.
+ * A directory watched since is looked at this once more, then dropped;
+ * once none is left, the warning goes. */
+static void rescan(struct watcher *wr, struct dirt *dirt)
+{
+	bool any = false, everything = false, names_known = true;
+	struct strlist replaced = { 0 }; /* sources a parent not watched may have replaced */
+	memset(dirt, 0, sizeof *dirt);
+	wr->next_rescan_ms = 0;
+	bool config_check = false;
+	struct watcher_view v;
+	wr->host.hold(wr->host.ctx, &v);
+	for (size_t i = 0; i < wr->unwatched.n; i++) {
+		if (__atomic_load_n(&wr->unwatching, __ATOMIC_RELAXED))
+			break;
+		struct unwatched *u = &wr->unwatched.items[i];
+		bool changed = false;
+		if (!unwatched_needed(u, v.config)) {
+			u->drop = true; /* the config no longer has it followed */
+			continue;
+		}
+		if (!u->watched) {
+			/* The same path again: a refusal finds this entry, adds
+			 * no other, and the items stay where they are. */
+			const char *first = u->names.n ? u->names.items[0] : NULL;
+			int rc = watch_add(wr, u->path, u->root_len, u->roles, first);
+			int err = errno;
+			u = &wr->unwatched.items[i];
+			for (size_t k = 1; rc == 0 && k < u->names.n; k++)
+				watch_add(wr, u->path, 0, WATCH_SOURCE_PARENT, u->names.items[k]);
+			if (rc < 0 && err != ENOSPC)
+				u->drop = changed = true; /* gone, or no longer a directory */
+		}
+		if (!u->drop) {
+			uint64_t sig = unwatched_signature(u);
+			changed = !u->looked || sig != u->sig;
+			u->sig = sig;
+			u->looked = true;
+			u->drop = u->watched;
+		}
+		if (u->roles & (WATCH_CONFIG_DIR | WATCH_CONFIG_PATH))
+			config_check = true; /* the config file is looked at below */
+		if (!changed)
+			continue;
+		if ((u->roles & (WATCH_SOURCE | WATCH_TREE)) && u->root_len) {
+			any = true;
+			if (dirt_mark(dirt, u->path, u->root_len) < 0)
+				everything = true;
+			/* The source itself: which names came or went in it is
+			 * not known, so the catalogue is built afresh (skills
+			 * whose files did not change are reused). */
+			if (u->roles & WATCH_SOURCE)
+				names_known = false;
+		}
+		for (size_t k = 0; (u->roles & WATCH_SOURCE_PARENT) && k < u->names.n; k++) {
+			any = true;
+			if (!strlist_has(&replaced, u->names.items[k]) &&
+			    strlist_add(&replaced, u->names.items[k]) < 0)
+				everything = true;
+		}
+	}
+	wr->host.release(wr->host.ctx, &v);
+	unwatched_compact(&wr->unwatched);
+	bool config_changed = config_check && wr->host.config_changed(wr->host.ctx);
+	any |= config_changed;
+	if (any && (everything || replaced.n) &&
+	    dirt_mark_sources(wr, dirt, everything, &replaced) < 0) {
+		/* out of memory: a skill whose SKILL.md is unchanged is reused */
+	}
+	if (any && !__atomic_load_n(&wr->unwatching, __ATOMIC_RELAXED))
+		reload_and_watch(wr, config_changed, &dirt->list, true,
+				 names_known && !everything && replaced.n == 0);
+	strlist_free(&replaced);
+	strlist_free(&dirt->list);
+	all_watched(wr);
+}
+
+/* poll's timeout until the next rescan: -1 when none is due (no directory
+ * is unwatched, or watch.rescan_seconds is 0). */
+static int rescan_timeout(struct watcher *wr)
+{
+	if (!wr->unwatched.n || wr->rescan_seconds <= 0) {
+		wr->next_rescan_ms = 0;
+		return -1;
+	}
+	uint64_t now = now_ms();
+	if (!wr->next_rescan_ms)
+		wr->next_rescan_ms = now + (uint64_t)wr->rescan_seconds * 1000;
+	uint64_t left = wr->next_rescan_ms > now ? wr->next_rescan_ms - now : 0;
+	return left > INT_MAX ? INT_MAX : (int)left;
+}
+
 /* The watcher thread: sets up the watches, then reloads after each burst
  * of events that concerns a source, a skill or the config file, until
  * watcher_stop. */
@@ -542,13 +830,23 @@ static void *watch_main(void *arg)
 	while (dirt) {
 		struct pollfd pfd[3] = { { wr->inotify_fd, POLLIN, 0 }, { wr->stop_pipe[0], POLLIN, 0 },
 					 { wr->reload_pipe[0], POLLIN, 0 } };
-		if (poll(pfd, 3, -1) < 0) {
+		rescan_interval(wr);
+		warning_show(wr); /* the interval it names changed */
+		int ready = poll(pfd, 3, rescan_timeout(wr));
+		if (ready < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
 		if (pfd[1].revents)
 			break;
+		if (ready == 0 || rescan_timeout(wr) == 0) {
+			/* A change the watcher did not see is found by the
+			 * rescan; with events waiting too, the rescan goes
+			 * first, and those come next time round. */
+			rescan(wr, dirt);
+			continue;
+		}
 		/* watcher_reload_all: the config and every skill, as after
 		 * lost events; the tickets asked so far are answered by it. */
 		bool forced = pfd[2].revents != 0;
@@ -607,7 +905,7 @@ static void *watch_main(void *arg)
 					any = true;
 					if (w->marked != wr->burst) {
 						w->marked = wr->burst;
-						if (dirt_mark(dirt, w) < 0)
+						if (dirt_mark(dirt, w->path, w->root_len) < 0)
 							everything = true;
 					}
 				}
@@ -666,6 +964,7 @@ static void *watch_main(void *arg)
 					 !everything && replaced.n == 0);
 		strlist_free(&replaced);
 		strlist_free(&dirt->list);
+		unwatched_prune(wr);
 		if (forced) {
 			pthread_mutex_lock(&wr->asked_lock);
 			wr->reloads_done = answered;
@@ -709,12 +1008,39 @@ char *watcher_warning(struct watcher *wr)
 	return w;
 }
 
-struct watcher *watcher_start(const struct watcher_host *host)
+void watcher_cap_watches(struct watcher *wr, size_t max)
+{
+	__atomic_store_n(&wr->max_watches, max, __ATOMIC_RELAXED);
+}
+
+/* watcher_dirs_needed's config paths: the file as loaded, both ways. */
+static void dry_config_paths(void *ctx, char **given, char **real)
+{
+	const char *path = ctx;
+	*given = path ? strdup(path) : NULL;
+	*real = path ? strdup(path) : NULL;
+}
+
+size_t watcher_dirs_needed(const struct config *c, const struct catalog *cat, int max_depth)
+{
+	/* The watches watch_refresh would add, counted (dry) instead. */
+	struct watcher wr = { .dry = true, .inotify_fd = -1 };
+	wr.host = (struct watcher_host){ .ctx = c->path, .config_paths = dry_config_paths,
+					 .max_depth = max_depth };
+	struct watcher_view v = { c, cat, NULL };
+	watch_refresh(&wr, NULL, &v, NULL);
+	size_t n = wr.unwatched.n;
+	unwatched_free(&wr.unwatched);
+	return n;
+}
+
+struct watcher *watcher_new(const struct watcher_host *host)
 {
 	struct watcher *wr = calloc(1, sizeof *wr);
 	if (!wr)
 		return NULL;
 	wr->host = *host;
+	wr->max_watches = host->max_watches;
 	wr->stop_pipe[0] = wr->stop_pipe[1] = -1;
 	wr->reload_pipe[0] = wr->reload_pipe[1] = -1;
 	pthread_mutex_init(&wr->asked_lock, NULL);
@@ -722,24 +1048,28 @@ struct watcher *watcher_start(const struct watcher_host *host)
 	pthread_mutex_init(&wr->warning_lock, NULL);
 	wr->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (wr->inotify_fd < 0 || pipe2(wr->stop_pipe, O_CLOEXEC) < 0 ||
-	    pipe2(wr->reload_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
-		goto fail;
+	    pipe2(wr->reload_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+		int err = errno;
+		watcher_free(wr);
+		errno = err;
+		return NULL;
+	}
+	return wr;
+}
+
+int watcher_start(struct watcher *wr)
+{
 	/* The watches are set up by the watcher thread (watch_start): with
 	 * tens of thousands of directories that takes a while, and the mount
 	 * can answer meanwhile. */
 	int rc = pthread_create(&wr->thread, NULL, watch_main, wr);
 	if (rc) {
 		errno = rc;
-		goto fail;
+		return -1;
 	}
 	pthread_setname_np(wr->thread, "skillfs-watch");
 	__atomic_store_n(&wr->thread_running, true, __ATOMIC_RELEASE);
-	return wr;
-fail:;
-	int err = errno;
-	watcher_free(wr);
-	errno = err;
-	return NULL;
+	return 0;
 }
 
 void watcher_stop(struct watcher *wr)
@@ -773,6 +1103,8 @@ void watcher_free(struct watcher *wr)
 	}
 	free(wr->watches);
 	free(wr->watch_warning);
+	free(wr->warning_path);
+	unwatched_free(&wr->unwatched);
 	pthread_mutex_destroy(&wr->asked_lock);
 	pthread_cond_destroy(&wr->asked_cond);
 	pthread_mutex_destroy(&wr->warning_lock);

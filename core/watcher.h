@@ -44,15 +44,25 @@ struct watcher_host {
 		      bool complete);
 	/* How deep below a skill's directory its directories are followed. */
 	int max_depth;
+	/* For tests: at most this many watches are held, a new one past it
+	 * refused as one past the kernel's limit is (0: no cap; see
+	 * watcher_cap_watches). */
+	size_t max_watches;
 };
+
 
 struct watcher;
 
+/* A watcher for host (copied), not started yet: the host can keep it
+ * (for watcher_warning) before its first call comes. Returns NULL with
+ * errno. */
+struct watcher *watcher_new(const struct watcher_host *host);
+
 /* Starts the watcher thread, which sets up the watches, rescans once (so
  * nothing that changed before a watch was in place is missed), then asks
- * host->reload after each burst of changes until watcher_stop. host is
- * copied. Returns NULL with errno. */
-struct watcher *watcher_start(const struct watcher_host *host);
+ * host->reload after each burst of changes until watcher_stop. Returns 0,
+ * or -1 with errno. */
+int watcher_start(struct watcher *wr);
 
 /* Has the watcher thread reload the config file and every skill, as after
  * lost events, and returns once it has (so what a new config names is
@@ -64,6 +74,17 @@ int watcher_reload_all(struct watcher *wr);
  * inotify watch limit reached): a new string, or NULL when nothing (or
  * out of memory). Any thread. */
 char *watcher_warning(struct watcher *wr);
+
+/* For tests: from now on, a new watch past max watches held is refused as
+ * one past the kernel's limit is (0: no cap). Any thread. */
+void watcher_cap_watches(struct watcher *wr, size_t max);
+
+/* How many directories a watcher watches for config c (its file c->path,
+ * if any) and catalogue cat, following a skill's directories max_depth
+ * deep: the config file's directory and those above it, the sources,
+ * those above them and the directories in them, and every directory of
+ * every skill. Each directory counts once. SIZE_MAX when out of memory. */
+size_t watcher_dirs_needed(const struct config *c, const struct catalog *cat, int max_depth);
 
 /* Stops the thread and waits for it; no host call happens after it
  * returns. Idempotent; wr may be NULL. */
