@@ -545,15 +545,13 @@ static void reload_and_watch(struct watcher *wr, bool config_changed, const stru
 }
 
 /* When the warning changed since the last reload, reloads to put it in the
- * catalogue (or take it out). Only the warning changed: the catalogue is
- * updated from the current one with no directory dirty. */
+ * catalogue (or take it out); the skills are found unchanged. */
 static void warning_show(struct watcher *wr)
 {
 	if (!wr->watch_warning_new || __atomic_load_n(&wr->unwatching, __ATOMIC_RELAXED))
 		return;
 	wr->watch_warning_new = false;
-	struct strlist none = { 0 };
-	reload_and_watch(wr, false, &none, false, true);
+	reload_and_watch(wr, false, NULL, false, false);
 }
 
 /* Takes the current config's watch.rescan_seconds; when it changed, the
