@@ -65,6 +65,37 @@ static int report_skills(const struct config *c, const struct catalog *cat,
 	return rc;
 }
 
+/* Whether the watches a mount needs exceed those left, and if so the
+ * warning line saying so. */
+static int report_watch(const struct config *c, const struct check_watch *w, struct buf *out)
+{
+	if (w->limit < 0)
+		return 0;
+	long in_use = w->in_use > 0 ? w->in_use : 0;
+	long left = w->limit > in_use ? w->limit - in_use : 0;
+	if (w->needed <= (size_t)left)
+		return 0;
+	int rc = buf_printf(out, "catalog: warning: the inotify watch limit is too low for these "
+				 "skills: a mount watches %zu directories and ",
+			    w->needed);
+	if (rc == 0 && w->in_use >= 0)
+		rc = buf_printf(out, "%ld watches are left (%s is %ld, %ld in use)", left,
+				w->sysctl, w->limit, w->in_use);
+	else if (rc == 0)
+		rc = buf_printf(out, "%s is %ld", w->sysctl, w->limit);
+	long rescan = c ? c->watch_rescan_seconds : CONFIG_DEFAULT_WATCH_RESCAN;
+	if (rc == 0 && rescan > 0)
+		rc = buf_printf(out, "; changes in the others are found by a rescan every %ld s "
+				     "(watch.rescan_seconds) instead of at once",
+				rescan);
+	else if (rc == 0)
+		rc = buf_puts(out, "; changes in the others are not followed "
+				   "(watch.rescan_seconds is 0)");
+	if (rc == 0)
+		rc = buf_puts(out, "; raise the sysctl fs.inotify.max_user_watches\n");
+	return rc;
+}
+
 /* The Claude Code settings of r, as configs/<cfg>/claude/ holds them. */
 static int report_claude(const struct resolution *r, struct buf *out)
 {
@@ -180,6 +211,8 @@ int check_report_opts(const struct config *c, const struct catalog *cat,
 		rc = buf_printf(out, "config: warning: %s\n", c->warnings.items[i]);
 	if (rc == 0)
 		rc = report_skills(c, cat, out);
+	if (rc == 0 && opts && opts->watch)
+		rc = report_watch(c, opts->watch, out);
 	for (size_t i = 0; c && i < c->nconfigs && rc == 0; i++)
 		rc = report_configuration(c, cat, &c->configs[i], opts, out, &errors);
 	if (rc == 0)

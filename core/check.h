@@ -20,6 +20,15 @@
 int check_report(const struct config *c, const struct catalog *cat,
 		 const char *config_error, struct buf *out);
 
+/* The inotify watches a mount of the config and catalogue needs, and
+ * those the system leaves it (watcher_dirs_needed, watch_limit_read). */
+struct check_watch {
+	size_t needed;       /* directories a mount watches */
+	long limit;          /* the watch limit */
+	const char *sysctl;  /* the sysctl that sets it */
+	long in_use;         /* watches this user's processes hold; -1: unknown */
+};
+
 /* What check_report_opts adds to the report. */
 struct check_options {
 	/* Each configuration's Claude Code settings (claude.h): a line
@@ -28,6 +37,10 @@ struct check_options {
 	 * line "configuration <name>: claude warning: ..." for each line of
 	 * its warnings file. */
 	bool claude;
+	/* When not NULL: a line "catalog: warning: the inotify watch limit
+	 * is too low ..." when a mount needs more watches than are left
+	 * (the limit less those in use), naming the sysctl to raise. */
+	const struct check_watch *watch;
 };
 
 /* check_report with options (NULL: none, as check_report). */

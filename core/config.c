@@ -1266,8 +1266,23 @@ static int parse_audit(struct ctx *x, const yaml_node_t *n)
 	return 0;
 }
 
+static const char *const watch_keys[] = {"rescan_seconds"};
+
+/* watch: {rescan_seconds: N}, how often the directories the inotify watch
+ * limit keeps from being watched are looked at again (0: never). */
+static int parse_watch(struct ctx *x, const yaml_node_t *n)
+{
+	yaml_node_t *f[KEYS_N(watch_keys)];
+	if (get_fields(x, n, "watch", watch_keys, KEYS_N(watch_keys), f) < 0)
+		return -1;
+	if (f[0] && get_long(x, f[0], "watch.rescan_seconds", 0, CONFIG_WATCH_RESCAN_MAX,
+			     &x->c->watch_rescan_seconds) < 0)
+		return -1;
+	return 0;
+}
+
 static const char *const root_keys[] = {"sources", "skills", "tools", "model",
-		"runs", "state", "configurations", "audit"};
+		"runs", "state", "configurations", "audit", "watch"};
 
 static int parse_root(struct ctx *x, const yaml_node_t *root)
 {
@@ -1284,7 +1299,8 @@ static int parse_root(struct ctx *x, const yaml_node_t *root)
 	    (f[4] && parse_runs(x, f[4]) < 0) ||
 	    (f[5] && parse_state(x, f[5]) < 0) ||
 	    (f[6] && parse_configurations(x, f[6]) < 0) ||
-	    (f[7] && parse_audit(x, f[7]) < 0))
+	    (f[7] && parse_audit(x, f[7]) < 0) ||
+	    (f[8] && parse_watch(x, f[8]) < 0))
 		return -1;
 	return 0;
 }
@@ -1310,6 +1326,7 @@ static const struct keyset {
 	{ "runs.budget", runs_budget_keys, KEYS_N(runs_budget_keys) },
 	{ "runs.keep", runs_keep_keys, KEYS_N(runs_keep_keys) },
 	{ "audit", audit_keys, KEYS_N(audit_keys) },
+	{ "watch", watch_keys, KEYS_N(watch_keys) },
 	{ "configurations.<name>", configurations_keys, KEYS_N(configurations_keys) },
 	{ "configurations.<name>.skills[]", attachments_keys, KEYS_N(attachments_keys) },
 };
@@ -1352,6 +1369,7 @@ static struct config *config_new(void)
 	c->max_turns = CONFIG_DEFAULT_MAX_TURNS;
 	c->prompt_max_bytes = CONFIG_DEFAULT_PROMPT_MAX;
 	c->audit_keep = CONFIG_DEFAULT_AUDIT_KEEP;
+	c->watch_rescan_seconds = CONFIG_DEFAULT_WATCH_RESCAN;
 	c->budget = (struct run_budget){
 		.model_calls = CONFIG_DEFAULT_BUDGET_MODEL_CALLS,
 		.tool_calls_per_turn = CONFIG_DEFAULT_BUDGET_TOOL_CALLS_PER_TURN,

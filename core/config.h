@@ -34,6 +34,10 @@
 /* audit.keep: the audit trail's entries kept (the oldest go first). */
 #define CONFIG_DEFAULT_AUDIT_KEEP 10000
 #define CONFIG_AUDIT_KEEP_MAX 10000000
+/* watch.rescan_seconds: how often the directories the inotify watch limit
+ * keeps from being watched are looked at again (0: never). */
+#define CONFIG_DEFAULT_WATCH_RESCAN 5
+#define CONFIG_WATCH_RESCAN_MAX 86400
 
 /* The name under configs/ that holds the config file's reload error, so no
  * configuration may take it. */
@@ -182,6 +186,7 @@ struct config {
 	struct strlist workdir_roots;
 	char *state_path; /* absolute, or NULL = default location */
 	long audit_keep;  /* audit.keep: entries of the audit trail kept */
+	long watch_rescan_seconds; /* watch.rescan_seconds (0: never) */
 
 	struct configuration *configs; /* in file order */
 	size_t nconfigs;

@@ -4,6 +4,7 @@
  * prints a directory's digest. */
 #include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,8 @@
 #include "mountopts.h"
 #include "statecheck.h"
 #include "strlist.h"
+#include "watcher.h"
+#include "watchlimit.h"
 
 static const char usage[] =
 	"usage: skillfs [-c CONFIG] [-s SKILLS_DIR]... [-r SKILLS_DIR]... [--state DB] [-f] [-d]\n"
@@ -276,7 +279,17 @@ static int run_check(struct engine *e, const char *state, bool claude)
 	}
 	struct snapshot *s = engine_snapshot(e);
 	struct buf out = { 0 };
-	struct check_options opts = { .claude = claude };
+	/* Whether the inotify watch limit leaves a mount enough watches. */
+	struct watch_limit lim;
+	watch_limit_read(&lim);
+	struct check_watch watch = {
+		.needed = watcher_dirs_needed(snapshot_config(s), s->catalog, ENGINE_MAX_DEPTH),
+		.limit = lim.limit,
+		.sysctl = lim.sysctl,
+		.in_use = lim.in_use,
+	};
+	struct check_options opts = { .claude = claude,
+				      .watch = watch.needed != SIZE_MAX ? &watch : NULL };
 	int errors = check_report_opts(snapshot_config(s), s->catalog, s->config_error, &opts,
 				       &out);
 	snapshot_unref(s);

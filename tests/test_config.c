@@ -1339,6 +1339,34 @@ static void test_S9_bad_pin_and_ceiling_are_errors(void **state)
 	free(err);
 }
 
+/* watch.rescan_seconds: 5 by default, 0 (never) allowed, a negative or
+ * non-numeric value an error naming the key. */
+static void test_watch_rescan_seconds(void **state)
+{
+	(void)state;
+	struct config *c = parse_ok("{}");
+	assert_int_equal(c->watch_rescan_seconds, CONFIG_DEFAULT_WATCH_RESCAN);
+	assert_int_equal(c->watch_rescan_seconds, 5);
+	config_free(c);
+	c = parse_ok("watch: {rescan_seconds: 0}\n");
+	assert_int_equal(c->watch_rescan_seconds, 0);
+	config_free(c);
+	c = parse_ok("watch:\n  rescan_seconds: 1\n");
+	assert_int_equal(c->watch_rescan_seconds, 1);
+	config_free(c);
+	const char *dirs[] = { "/nonexistent" };
+	c = config_default(dirs, 1);
+	assert_non_null(c);
+	assert_int_equal(c->watch_rescan_seconds, CONFIG_DEFAULT_WATCH_RESCAN);
+	config_free(c);
+	char *err = parse_err("watch: {rescan_seconds: -1}\n");
+	assert_prefix(err, "config.yaml:1: watch.rescan_seconds: ");
+	free(err);
+	err = parse_err("watch: {rescan_seconds: soon}\n");
+	assert_prefix(err, "config.yaml:1: watch.rescan_seconds: ");
+	free(err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest t[] = {
@@ -1399,6 +1427,7 @@ int main(void)
 		cmocka_unit_test(test_S7_budget_bad_values_name_the_key),
 		cmocka_unit_test(test_S9_ceiling_pin_acknowledged_and_audit_keep),
 		cmocka_unit_test(test_S9_bad_pin_and_ceiling_are_errors),
+		cmocka_unit_test(test_watch_rescan_seconds),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);
 }

@@ -536,47 +536,6 @@ CFG
 	wait_for 2 skills_are four || fail "link renamed over the source not seen: $(ls "$MNT/skills")"
 }
 
-# When the inotify watch limit stops the watcher, every configuration's
-# warnings say so, naming the directory and the sysctl. The limit is
-# lowered in a user namespace of the test's own, so nothing else on the
-# machine is affected (skipped where user namespaces are not allowed).
-test_watch_limit_is_a_warning() {
-	setup 24000
-	mkdir -p "$T/skills/reader/a/b/c/d"
-	if ! unshare -U -r -m --propagation private \
-		sh -c 'echo 6 >/proc/sys/user/max_inotify_watches' 2>/dev/null; then
-		echo "skip: no user namespace to lower the watch limit in" >&2
-		return 0
-	fi
-	mkdir -p "$MNT"
-	local out
-	out=$(SKILLFS=$SKILLFS T=$T MNT=$MNT timeout 60 \
-		unshare -U -r -m --propagation private bash -c '
-		echo 6 >/proc/sys/user/max_inotify_watches || exit 1
-		"$SKILLFS" -f -c "$T/config.yaml" --state "$T/state.db" "$MNT" >>"$T/daemon.log" 2>&1 &
-		pid=$!
-		trap "fusermount3 -u \"\$MNT\" 2>/dev/null; wait $pid" EXIT
-		for _ in $(seq 1 200); do
-			grep -qs " $MNT fuse" /proc/self/mounts && break
-			sleep 0.05
-		done
-		for _ in $(seq 1 100); do
-			grep -qs max_user_watches "$MNT/configs/main/warnings" && break
-			sleep 0.05
-		done
-		cat "$MNT/configs/main/warnings"
-		cat "$MNT/configs/main/effective"')
-	case "$out" in
-	*"changes in $T/"*fs.inotify.max_user_watches*) ;;
-	*) fail "no watch limit warning naming the directory and the sysctl: [$out]" ;;
-	esac
-	case "$out" in
-	*reader*writer*plain*) ;;
-	*) fail "the mount did not answer as usual: [$out]" ;;
-	esac
-	assert_eq 1 "$(grep -c 'watch limit' <<<"$out")" "the warning is given once"
-}
-
 # Issue 15, items 3 and 4: an unquoted ': ' in a description is read as
 # plain text with a warning (its allowed-tools count); a description over
 # 1,024 characters, a missing one, one shortened in <available_skills> and a
