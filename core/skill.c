@@ -840,8 +840,7 @@ static void skill_free(struct skill *s)
 	tool_decl_free(&s->tools);
 	strlist_free(&s->sub_skill_refs);
 	json_decref(s->frontmatter);
-	free(s->raw);
-	free(s->body);
+	free(s->text);
 	for (size_t i = 0; i < s->nsubs; i++)
 		skill_unref(s->subs[i]);
 	free(s->subs);
@@ -891,10 +890,8 @@ static int set_invalid(struct skill *s, char *msg)
 	s->user_invocable = true;
 	tool_decl_free(&s->allowed_tools);
 	s->allowed_tools.declared = true;
-	free(s->body);
-	s->body = strdup("");
 	s->body_len = 0;
-	return s->body ? 0 : OOM;
+	return 0;
 }
 
 struct skill *skill_invalid_copy(const struct skill *s, const char *error)
@@ -904,17 +901,19 @@ struct skill *skill_invalid_copy(const struct skill *s, const char *error)
 		return NULL;
 	c->name = strdup(s->name ? s->name : s->dir_name);
 	c->parent = s->parent ? strdup(s->parent) : NULL;
-	c->raw = s->raw ? malloc(s->raw_len + 1) : NULL;
+	c->text = s->text ? malloc(s->file_size + 1) : NULL;
 	c->subs = s->nsubs ? calloc(s->nsubs, sizeof *c->subs) : NULL;
-	if (!c->name || (s->parent && !c->parent) || (s->raw && !c->raw) ||
+	if (!c->name || (s->parent && !c->parent) || (s->text && !c->text) ||
 	    (s->nsubs && !c->subs) || strlist_extend(&c->warnings, &s->warnings) < 0 ||
 	    set_invalid(c, strdup(error))) {
 		skill_unref(c);
 		return NULL;
 	}
-	if (s->raw)
-		memcpy(c->raw, s->raw, s->raw_len + 1);
-	c->raw_len = s->raw_len;
+	if (s->text)
+		memcpy(c->text, s->text, s->file_size + 1);
+	c->text_read = s->text_read;
+	c->body_off = s->body_off;
+	c->text_hash = s->text_hash;
 	c->file_size = s->file_size;
 	for (size_t i = 0; i < s->nsubs; i++)
 		c->subs[i] = skill_ref(s->subs[i]);
@@ -1174,21 +1173,27 @@ static bool line_is(const char *p, size_t n, const char *mark)
 	return n == 3 && memcmp(p, mark, 3) == 0;
 }
 
-static int set_body(struct skill *s, const char *p, size_t n)
+/* The body of text (n bytes) into out (room for n bytes): CRLF turned
+ * into LF. Returns its length. */
+static size_t body_copy(char *out, const char *p, size_t n)
 {
-	char *b = malloc(n + 1);
-	if (!b)
-		return OOM;
 	size_t j = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (p[i] == '\r' && i + 1 < n && p[i + 1] == '\n')
 			continue;
-		b[j++] = p[i];
+		out[j++] = p[i];
 	}
-	b[j] = '\0';
-	free(s->body);
-	s->body = b;
-	s->body_len = j;
+	return j;
+}
+
+/* The body is raw[off, len): skill_read_text makes it (body_copy). */
+static int set_body(struct skill *s, const char *raw, size_t off, size_t len)
+{
+	size_t crlf = 0;
+	for (size_t i = off; i + 1 < len; i++)
+		crlf += raw[i] == '\r' && raw[i + 1] == '\n';
+	s->body_off = off;
+	s->body_len = len - off - crlf;
 	return 0;
 }
 
@@ -1394,18 +1399,30 @@ static int lenient_description(struct skill *s, const char *text, size_t len,
 	return r;
 }
 
-/* Parses raw (taken; len bytes, any content) into s. Returns 0 or OOM. */
-static int parse_owned(struct skill *s, char *raw, size_t len,
-		       const struct skill_limits *lim)
+/* The digest of a SKILL.md's bytes that skill_read_text checks the file
+ * against (64-bit FNV-1a: the file's identity must match too, so it need
+ * only catch a change that left the identity as it was). */
+static uint64_t text_hash_of(const char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)p[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* Parses raw (len bytes, any content, not kept) into s. Returns 0 or
+ * OOM. */
+static int parse_text(struct skill *s, const char *raw, size_t len,
+		      const struct skill_limits *lim)
 {
 	s->file_size = len;
-	if (len > lim_file(lim)) {
-		free(raw);
+	if (len > lim_file(lim))
 		return invalidf(s, "SKILL.md is %zu bytes, over the limit of %zu "
 				"bytes", len, lim_file(lim));
-	}
-	s->raw = raw;
-	s->raw_len = len;
+	s->text_read = true;
+	s->text_hash = text_hash_of(raw, len);
 
 	const char *nul = memchr(raw, '\0', len);
 	if (nul)
@@ -1421,7 +1438,7 @@ static int parse_owned(struct skill *s, char *raw, size_t len,
 	const char *nl = memchr(raw + off, '\n', len - off);
 	size_t eol = nl ? (size_t)(nl - raw) : len;
 	if (!line_is(raw + off, eol - off, "---"))
-		return set_body(s, raw + off, len - off);
+		return set_body(s, raw, off, len);
 
 	size_t fm_start = nl ? eol + 1 : len, fm_end = 0, body = 0, p = fm_start;
 	bool closed = false;
@@ -1478,7 +1495,7 @@ static int parse_owned(struct skill *s, char *raw, size_t len,
 		return OOM;
 	if (read_frontmatter(s, fm))
 		return OOM;
-	return set_body(s, raw + body, len - body);
+	return set_body(s, raw, body, len);
 }
 
 /* The checks read_name makes on a front-matter name, made on the
@@ -1534,19 +1551,19 @@ struct skill *skill_parse(const char *dir_name, const char *dir,
 	if (!s)
 		return NULL;
 	if (!bytes)
-		len = 0;
-	char *raw = NULL;
-	if (len <= lim_file(lim)) {
-		raw = malloc(len + 1);
-		if (!raw) {
-			skill_unref(s);
-			return NULL;
+		bytes = "", len = 0;
+	int r = parse_text(s, bytes, len, lim);
+	if (r == 0 && s->text_read) {
+		/* Its own copy: the bytes came from no file to read again. */
+		s->text = malloc(len + 1);
+		if (s->text) {
+			memcpy(s->text, bytes, len);
+			s->text[len] = '\0';
+		} else {
+			r = OOM;
 		}
-		if (len)
-			memcpy(raw, bytes, len);
-		raw[len] = '\0';
 	}
-	if (parse_owned(s, raw, len, lim) || finish(s)) {
+	if (r || finish(s)) {
 		skill_unref(s);
 		return NULL;
 	}
@@ -1559,6 +1576,51 @@ static char *path_join(const char *a, const char *b)
 {
 	char *p = NULL;
 	return asprintf(&p, "%s/%s", a, b) < 0 ? NULL : p;
+}
+
+/* Reads fd to its end into *out (malloc'd, NUL-terminated; room for hint
+ * bytes made first) and *len. Returns 0; 1 when there are more than max
+ * bytes (*len: how many were read then, *out NULL); or -errno. */
+static int read_all(int fd, size_t hint, size_t max, char **out, size_t *len)
+{
+	size_t cap = (hint < max ? hint : max) + 1, n = 0;
+	char *p = malloc(cap + 1);
+	*out = NULL;
+	*len = 0;
+	if (!p)
+		return -ENOMEM;
+	for (;;) {
+		if (n == cap) {
+			size_t more = cap > max / 2 ? max + 1 : cap * 2;
+			char *q = realloc(p, more + 1);
+			if (!q) {
+				free(p);
+				return -ENOMEM;
+			}
+			p = q;
+			cap = more;
+		}
+		ssize_t k = read(fd, p + n, cap - n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			int e = errno;
+			free(p);
+			return -e;
+		}
+		if (k == 0)
+			break;
+		n += (size_t)k;
+		if (n > max) {
+			free(p);
+			*len = n;
+			return 1;
+		}
+	}
+	p[n] = '\0';
+	*out = p;
+	*len = n;
+	return 0;
 }
 
 /* Reads <s->dir>/SKILL.md into s. Returns 0 or OOM. */
@@ -1580,7 +1642,7 @@ static int load_file(struct skill *s, const struct skill_limits *lim)
 	}
 	struct stat st;
 	int r = 0;
-	struct buf b = {0};
+	char *raw = NULL;
 	if (fstat(fd, &st) < 0) {
 		r = invalidf(s, "cannot stat %s: %s", path, strerror(errno));
 		goto out;
@@ -1602,32 +1664,21 @@ static int load_file(struct skill *s, const struct skill_limits *lim)
 			     (size_t)st.st_size, max);
 		goto out;
 	}
-	char chunk[16384];
-	for (;;) {
-		ssize_t n = read(fd, chunk, sizeof chunk);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			r = invalidf(s, "cannot read %s: %s", path, strerror(errno));
-			goto out;
-		}
-		if (n == 0)
-			break;
-		if (b.len + (size_t)n > max) { /* it grew while being read */
-			s->file_size = b.len + (size_t)n;
-			r = invalidf(s, "SKILL.md is over the limit of %zu bytes", max);
-			goto out;
-		}
-		if (buf_append(&b, chunk, (size_t)n)) {
-			r = OOM;
-			goto out;
-		}
-	}
 	size_t len = 0;
-	char *raw = buf_steal(&b, &len);
-	r = raw ? parse_owned(s, raw, len, lim) : OOM;
+	int rd = read_all(fd, (size_t)st.st_size, max, &raw, &len);
+	if (rd == -ENOMEM) {
+		r = OOM;
+	} else if (rd < 0) {
+		r = invalidf(s, "cannot read %s: %s", path, strerror(-rd));
+	} else if (rd > 0) { /* it grew while being read */
+		s->file_size = len;
+		r = invalidf(s, "SKILL.md is over the limit of %zu bytes", max);
+	} else {
+		/* What was read is not kept: skill_read_text reads it again. */
+		r = parse_text(s, raw, len, lim);
+	}
 out:
-	buf_free(&b);
+	free(raw);
 	close(fd);
 	free(path);
 	return r;
@@ -1820,6 +1871,87 @@ bool skill_same_file(const struct skill *s, const struct stat *st)
 	       s->st_mtim.tv_nsec == st->st_mtim.tv_nsec &&
 	       s->st_ctim.tv_sec == st->st_ctim.tv_sec &&
 	       s->st_ctim.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+/* ------------------------------------------------------------ its text */
+
+/* The bytes of s's SKILL.md read again into *out (malloc'd, NUL-terminated,
+ * file_size bytes), when the file is still the one parsed. Returns 0, or
+ * -ESTALE, -ENOMEM, -errno. */
+static int reread(const struct skill *s, char **out)
+{
+	*out = NULL;
+	if (!s->dir)
+		return -ENODATA;
+	char *path = path_join(s->dir, "SKILL.md");
+	if (!path)
+		return -ENOMEM;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	int e = errno;
+	free(path);
+	if (fd < 0) /* gone, or a link or a directory in its place */
+		return e == ENOENT || e == ELOOP || e == ENOTDIR ? -ESTALE : -e;
+	struct stat st;
+	char *p = NULL;
+	size_t n = 0;
+	int rc = fstat(fd, &st) < 0 ? -errno : !S_ISREG(st.st_mode) || !skill_same_file(s, &st)
+							? -ESTALE : 0;
+	if (rc == 0) {
+		rc = read_all(fd, s->file_size, s->file_size, &p, &n);
+		if (rc > 0 || (rc == 0 && (n != s->file_size ||
+					   text_hash_of(p, n) != s->text_hash)))
+			rc = -ESTALE;
+	}
+	close(fd);
+	if (rc < 0) {
+		free(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+int skill_read_text(const struct skill *s, enum skill_text what, char **out, size_t *len)
+{
+	*out = NULL;
+	if (len)
+		*len = 0;
+	char *raw = NULL;
+	if (what == SKILL_TEXT_BODY && !s->valid) {
+		raw = strdup("");
+		if (!raw)
+			return -ENOMEM;
+		*out = raw;
+		return 0;
+	}
+	if (!s->text_read)
+		return -ENODATA;
+	if (!s->text) {
+		int rc = reread(s, &raw);
+		if (rc < 0)
+			return rc;
+	}
+	const char *src = s->text ? s->text : raw;
+	if (what == SKILL_TEXT_RAW) {
+		if (!raw && !(raw = malloc(s->file_size + 1)))
+			return -ENOMEM;
+		if (raw != src)
+			memcpy(raw, src, s->file_size + 1);
+		*out = raw;
+		if (len)
+			*len = s->file_size;
+		return 0;
+	}
+	/* The body is never longer than its bytes: made in place when read. */
+	char *body = raw ? raw : malloc(s->file_size - s->body_off + 1);
+	if (!body)
+		return -ENOMEM;
+	size_t n = body_copy(body, src + s->body_off, s->file_size - s->body_off);
+	body[n] = '\0';
+	*out = body;
+	if (len)
+		*len = n;
+	return 0;
 }
 
 /* ------------------------------------------------------------------ JSON */

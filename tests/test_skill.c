@@ -22,13 +22,50 @@
 
 /* ------------------------------------------------------------- helpers */
 
+/* What skill_read_text gives, which must succeed (the caller frees). */
+static char *text_of(const struct skill *s, enum skill_text what, size_t *len)
+{
+	char *t = NULL;
+	size_t n = 0;
+	int rc = skill_read_text(s, what, &t, &n);
+	if (rc != 0)
+		fail_msg("skill_read_text(%s): %s", s->name, strerror(-rc));
+	assert_non_null(t);
+	assert_int_equal(t[n], '\0');
+	if (len)
+		*len = n;
+	return t;
+}
+
+/* The body of s is want, body_len bytes. */
+static void assert_body(const struct skill *s, const char *want)
+{
+	size_t n;
+	char *b = text_of(s, SKILL_TEXT_BODY, &n);
+	assert_string_equal(b, want);
+	assert_int_equal(n, strlen(want));
+	assert_int_equal(s->body_len, n);
+	free(b);
+}
+
+/* SKILL.md of s reads as the len bytes want, file_size of them. */
+static void assert_raw(const struct skill *s, const char *want, size_t len)
+{
+	size_t n;
+	char *r = text_of(s, SKILL_TEXT_RAW, &n);
+	assert_int_equal(n, len);
+	assert_memory_equal(r, want, len);
+	assert_int_equal(s->file_size, len);
+	free(r);
+}
+
 static struct skill *parse_n(const char *dir_name, const char *text, size_t n,
 			     const struct skill_limits *lim)
 {
 	struct skill *s = skill_parse(dir_name, NULL, text, n, lim);
 	assert_non_null(s);
 	assert_non_null(s->name);
-	assert_non_null(s->body);
+	free(text_of(s, SKILL_TEXT_BODY, NULL)); /* it has a body ("" at least) */
 	return s;
 }
 
@@ -52,8 +89,7 @@ static void assert_invalid(const struct skill *s, const char *error_part)
 	assert_non_null(s->error);
 	if (error_part && !strstr(s->error, error_part))
 		fail_msg("error '%s' does not mention '%s'", s->error, error_part);
-	assert_string_equal(s->body, "");
-	assert_int_equal(s->body_len, 0);
+	assert_body(s, "");
 	assert_true(s->allowed_tools.declared);
 	assert_int_equal(s->allowed_tools.n, 0);
 	assert_null(s->frontmatter);
@@ -99,22 +135,22 @@ static void test_no_frontmatter_takes_dir_name_and_whole_file_is_body(void **st)
 	assert_true(s->valid);
 	assert_null(s->error);
 	assert_string_equal(s->name, "plain");
-	assert_string_equal(s->body, text);
+	assert_body(s, text);
 	assert_false(s->allowed_tools.declared);
 	assert_null(s->frontmatter);
 	assert_true(has_warning(s, "no front-matter"));
-	assert_memory_equal(s->raw, text, strlen(text));
-	assert_int_equal(s->raw_len, strlen(text));
+	assert_raw(s, text, strlen(text));
 	skill_unref(s);
 }
 
 static void test_D1_frontmatter_not_closed_is_invalid(void **st)
 {
 	(void)st;
-	struct skill *s = parse("x", "---\nname: x\ndescription: d\n\nbody\n");
+	const char *text = "---\nname: x\ndescription: d\n\nbody\n";
+	struct skill *s = parse("x", text);
 	assert_invalid(s, "not closed");
 	assert_string_equal(s->name, "x");
-	assert_non_null(s->raw); /* still served byte for byte */
+	assert_raw(s, text, strlen(text)); /* still served byte for byte */
 	skill_unref(s);
 
 	s = parse("x", "---");
@@ -169,7 +205,7 @@ static void test_empty_frontmatter_is_valid_without_keys(void **st)
 	struct skill *s = parse("empty", "---\n# only a comment\n---\nbody\n");
 	assert_true(s->valid);
 	assert_string_equal(s->name, "empty");
-	assert_string_equal(s->body, "body\n");
+	assert_body(s, "body\n");
 	assert_true(json_is_object(s->frontmatter));
 	assert_int_equal(json_object_size(s->frontmatter), 0);
 	assert_true(has_warning(s, "no description"));
@@ -182,7 +218,7 @@ static void test_dots_line_closes_frontmatter(void **st)
 	struct skill *s = parse("x", "---\nname: x\ndescription: d\n...\nthe body\n");
 	assert_true(s->valid);
 	assert_string_equal(s->description, "d");
-	assert_string_equal(s->body, "the body\n");
+	assert_body(s, "the body\n");
 	skill_unref(s);
 }
 
@@ -197,10 +233,8 @@ static void test_crlf_file_body_normalised_raw_exact(void **st)
 	assert_string_equal(s->description, "Windows file");
 	assert_int_equal(s->allowed_tools.n, 2);
 	assert_grant(&s->allowed_tools, 1, "write", NULL);
-	assert_string_equal(s->body, "line one\nline two\n");
-	assert_int_equal(s->body_len, strlen("line one\nline two\n"));
-	assert_int_equal(s->raw_len, strlen(text));
-	assert_memory_equal(s->raw, text, strlen(text));
+	assert_body(s, "line one\nline two\n");
+	assert_raw(s, text, strlen(text));
 	skill_unref(s);
 }
 
@@ -212,13 +246,13 @@ static void test_bom_is_skipped_for_parsing_and_kept_in_raw(void **st)
 	assert_true(s->valid);
 	assert_string_equal(s->name, "bom");
 	assert_string_equal(s->description, "d");
-	assert_string_equal(s->body, "body\n");
-	assert_memory_equal(s->raw, text, strlen(text));
+	assert_body(s, "body\n");
+	assert_raw(s, text, strlen(text));
 	skill_unref(s);
 
 	s = parse("bom", "\xEF\xBB\xBFplain body\n");
 	assert_true(s->valid);
-	assert_string_equal(s->body, "plain body\n");
+	assert_body(s, "plain body\n");
 	skill_unref(s);
 }
 
@@ -249,7 +283,7 @@ static void test_D1_nul_byte_is_invalid(void **st)
 	const char text[] = "---\nname: x\n---\nbo\0dy\n";
 	struct skill *s = parse_n("x", text, sizeof text - 1, NULL);
 	assert_invalid(s, "NUL");
-	assert_int_equal(s->raw_len, sizeof text - 1);
+	assert_raw(s, text, sizeof text - 1);
 	skill_unref(s);
 
 	/* A NUL written as a YAML escape is refused too. */
@@ -277,8 +311,9 @@ static void test_D1_file_over_limit_via_load_is_not_read(void **st)
 	struct skill *s = skill_load(dir, NULL);
 	assert_non_null(s);
 	assert_invalid(s, "over the limit");
-	assert_null(s->raw);
-	assert_int_equal(s->raw_len, 0);
+	char *t = NULL;
+	assert_int_equal(skill_read_text(s, SKILL_TEXT_RAW, &t, NULL), -ENODATA);
+	assert_null(t);
 	assert_int_equal(s->file_size, b.len);
 	assert_int_equal(s->st_size, (off_t)b.len);
 	assert_string_equal(s->name, "big");
@@ -288,7 +323,9 @@ static void test_D1_file_over_limit_via_load_is_not_read(void **st)
 	struct skill_limits lim = {.file_max = 64};
 	s = parse_n("big", b.data, 65, &lim);
 	assert_invalid(s, "over the limit");
-	assert_null(s->raw);
+	assert_int_equal(skill_read_text(s, SKILL_TEXT_RAW, &t, NULL), -ENODATA);
+	assert_null(t);
+	assert_null(s->text); /* not copied */
 	skill_unref(s);
 	s = parse_n("big", "---\nname: big\n---\nsmall\n", 22, &lim);
 	assert_true(s->valid);
@@ -894,7 +931,7 @@ static void test_lenient_description_with_colon_is_plain_text(void **st)
 	assert_string_equal(s->allowed_tools.items[0].tool, "bash");
 	assert_string_equal(s->allowed_tools.items[0].pattern, "dlv");
 	assert_string_equal(s->allowed_tools.items[1].tool, "read");
-	assert_string_equal(s->body, "body\n");
+	assert_body(s, "body\n");
 	assert_string_equal(json_string_value(json_object_get(s->frontmatter,
 							      "description")),
 			    s->description);
@@ -1233,7 +1270,7 @@ static void test_load_directory_sub_skills(void **st)
 	assert_string_equal(s->subs[0]->name, "alpha");
 	assert_string_equal(s->subs[1]->name, "zeta");
 	assert_string_equal(s->subs[0]->parent, "parent");
-	assert_string_equal(s->subs[0]->body, "A\n");
+	assert_body(s->subs[0], "A\n"); /* read from its file */
 	assert_int_equal(s->subs[0]->nsubs, 0);
 	json_t *j = skill_to_json(s);
 	assert_string_equal(json_string_value(json_array_get(json_object_get(j, "directory_sub_skills"), 1)), "zeta");
@@ -1280,7 +1317,7 @@ static void test_load_duplicate_and_unusable_sub_skill_names(void **st)
 	assert_int_equal(s->nsubs, 2);
 	assert_string_equal(s->subs[0]->name, "child");
 	assert_string_equal(s->subs[0]->dir_name, "b"); /* "b" < "child" < "child2" */
-	assert_string_equal(s->subs[0]->body, "B\n");
+	assert_body(s->subs[0], "B\n");
 	assert_string_equal(s->subs[1]->name, "other");
 	for (size_t i = 0; i < s->warnings.n; i++)
 		assert_null(strchr(s->warnings.items[i], '\t'));
@@ -1406,10 +1443,11 @@ static int corpus_file(const char *path, const struct stat *sb, int flag,
 	json_t *j = skill_to_json(p);
 	assert_non_null(j);
 	json_decref(j);
-	skill_unref(p);
-	free(data);
-	if (strcmp(base, "SKILL.md") != 0)
+	if (strcmp(base, "SKILL.md") != 0) {
+		skill_unref(p);
+		free(data);
 		return 0;
+	}
 
 	char *dir = strndup(path, ftw->base - 1);
 	assert_non_null(dir);
@@ -1420,9 +1458,15 @@ static int corpus_file(const char *path, const struct stat *sb, int flag,
 	assert_string_equal(s->name, dir + strlen(dir) - strlen(s->dir_name));
 	assert_non_null(s->description);
 	assert_false(s->allowed_tools.declared);
-	assert_int_equal(s->raw_len, (size_t)sb->st_size);
+	/* Read again from the file: the bytes, and the body the bytes give. */
+	assert_raw(s, data, (size_t)sb->st_size);
 	assert_true(s->body_len > 0);
+	char *body = text_of(p, SKILL_TEXT_BODY, NULL);
+	assert_body(s, body);
+	free(body);
 	skill_unref(s);
+	skill_unref(p);
+	free(data);
 	free(dir);
 	corpus_count++;
 	return 0;
