@@ -834,12 +834,10 @@ static void skill_free(struct skill *s)
 	free(s->description);
 	free(s->license);
 	free(s->compatibility);
-	json_decref(s->metadata);
-	json_decref(s->arguments);
 	tool_decl_free(&s->allowed_tools);
 	tool_decl_free(&s->tools);
 	strlist_free(&s->sub_skill_refs);
-	json_decref(s->frontmatter);
+	free(s->frontmatter_json);
 	free(s->text);
 	for (size_t i = 0; i < s->nsubs; i++)
 		skill_unref(s->subs[i]);
@@ -878,10 +876,8 @@ static int set_invalid(struct skill *s, char *msg)
 	free(s->license);
 	free(s->compatibility);
 	s->description = s->license = s->compatibility = NULL;
-	json_decref(s->metadata);
-	json_decref(s->arguments);
-	json_decref(s->frontmatter);
-	s->metadata = s->arguments = s->frontmatter = NULL;
+	free(s->frontmatter_json);
+	s->frontmatter_json = NULL;
 	tool_decl_free(&s->tools);
 	strlist_free(&s->sub_skill_refs);
 	s->inline_flag = -1;
@@ -1104,10 +1100,9 @@ static int description_warnings(struct skill *s, const json_t *fm)
 	return r;
 }
 
-/* Takes fm (a JSON object) and reads the understood keys from it. */
-static int read_frontmatter(struct skill *s, json_t *fm)
+/* Reads the understood keys from fm (a JSON object). */
+static int read_frontmatter(struct skill *s, const json_t *fm)
 {
-	s->frontmatter = fm;
 	int r = read_name(s, fm);
 	if (!r)
 		r = str_key(s, fm, "description", &s->description);
@@ -1117,8 +1112,6 @@ static int read_frontmatter(struct skill *s, json_t *fm)
 		r = str_key(s, fm, "compatibility", &s->compatibility);
 	if (r)
 		return r;
-	s->metadata = json_incref(json_object_get(fm, "metadata"));
-	s->arguments = json_incref(json_object_get(fm, "arguments"));
 
 	json_t *hy = json_object_get(fm, "allowed-tools");
 	json_t *us = json_object_get(fm, "allowed_tools");
@@ -1412,11 +1405,13 @@ static uint64_t text_hash_of(const char *p, size_t n)
 	return h;
 }
 
-/* Parses raw (len bytes, any content, not kept) into s. Returns 0 or
- * OOM. */
+/* Parses raw (len bytes, any content, not kept) into s; *fm is the
+ * front-matter (a JSON object, the caller's reference) or NULL for finish.
+ * Returns 0 or OOM. */
 static int parse_text(struct skill *s, const char *raw, size_t len,
-		      const struct skill_limits *lim)
+		      const struct skill_limits *lim, json_t **fmp)
 {
+	*fmp = NULL;
 	s->file_size = len;
 	if (len > lim_file(lim))
 		return invalidf(s, "SKILL.md is %zu bytes, over the limit of %zu "
@@ -1493,6 +1488,7 @@ static int parse_text(struct skill *s, const char *raw, size_t len,
 	}
 	if (!fm)
 		return OOM;
+	*fmp = fm;
 	if (read_frontmatter(s, fm))
 		return OOM;
 	return set_body(s, raw, body, len);
@@ -1522,25 +1518,31 @@ static int check_dir_name(struct skill *s)
 	return r;
 }
 
-/* Gives s its final name: the front-matter name, else the directory's. */
-static int finish(struct skill *s)
+/* Gives s its final name: the front-matter name, else the directory's;
+ * and keeps the front-matter fm (parse_text's; taken) as compact JSON. */
+static int finish(struct skill *s, json_t *fm)
 {
 	bool from_dir = !s->name;
+	int r = 0;
 	if (from_dir)
 		s->name = strdup(s->dir_name);
-	if (!s->name)
-		return OOM;
-	if (from_dir && check_dir_name(s))
-		return OOM;
-	if (!s->valid)
-		return 0;
-	if (!s->frontmatter)
-		return warnf(s, "no front-matter: the skill takes its directory's "
-			     "name and has no description; " NOT_LISTED);
-	if (!json_object_get(s->frontmatter, "name"))
-		return warnf(s, "no name in the front-matter; the skill takes its "
-			     "directory's name");
-	return 0;
+	if (!s->name || (from_dir && check_dir_name(s)))
+		r = OOM;
+	else if (!s->valid)
+		r = 0;
+	else if (!fm)
+		r = warnf(s, "no front-matter: the skill takes its directory's "
+			  "name and has no description; " NOT_LISTED);
+	else if (!json_object_get(fm, "name"))
+		r = warnf(s, "no name in the front-matter; the skill takes its "
+			  "directory's name");
+	/* JSON text is a tenth of the objects' size, and only skill.json
+	 * needs them (skill_frontmatter). */
+	if (r == 0 && s->valid && fm &&
+	    !(s->frontmatter_json = json_dumps(fm, JSON_COMPACT)))
+		r = OOM;
+	json_decref(fm);
+	return r;
 }
 
 struct skill *skill_parse(const char *dir_name, const char *dir,
@@ -1552,7 +1554,8 @@ struct skill *skill_parse(const char *dir_name, const char *dir,
 		return NULL;
 	if (!bytes)
 		bytes = "", len = 0;
-	int r = parse_text(s, bytes, len, lim);
+	json_t *fm = NULL;
+	int r = parse_text(s, bytes, len, lim, &fm);
 	if (r == 0 && s->text_read) {
 		/* Its own copy: the bytes came from no file to read again. */
 		s->text = malloc(len + 1);
@@ -1563,7 +1566,12 @@ struct skill *skill_parse(const char *dir_name, const char *dir,
 			r = OOM;
 		}
 	}
-	if (r || finish(s)) {
+	if (r) {
+		json_decref(fm);
+		skill_unref(s);
+		return NULL;
+	}
+	if (finish(s, fm)) {
 		skill_unref(s);
 		return NULL;
 	}
@@ -1623,9 +1631,11 @@ static int read_all(int fd, size_t hint, size_t max, char **out, size_t *len)
 	return 0;
 }
 
-/* Reads <s->dir>/SKILL.md into s. Returns 0 or OOM. */
-static int load_file(struct skill *s, const struct skill_limits *lim)
+/* Reads <s->dir>/SKILL.md into s, its front-matter into *fm (parse_text).
+ * Returns 0 or OOM. */
+static int load_file(struct skill *s, const struct skill_limits *lim, json_t **fm)
 {
+	*fm = NULL;
 	char *path = path_join(s->dir, "SKILL.md");
 	if (!path)
 		return OOM;
@@ -1675,7 +1685,7 @@ static int load_file(struct skill *s, const struct skill_limits *lim)
 		r = invalidf(s, "SKILL.md is over the limit of %zu bytes", max);
 	} else {
 		/* What was read is not kept: skill_read_text reads it again. */
-		r = parse_text(s, raw, len, lim);
+		r = parse_text(s, raw, len, lim, fm);
 	}
 out:
 	free(raw);
@@ -1810,9 +1820,14 @@ static struct skill *load_one(const char *dir, const char *dir_name,
 	struct skill *s = skill_new(dir_name, dir);
 	if (!s)
 		return NULL;
+	json_t *fm = NULL;
 	if (parent && !(s->parent = strdup(parent)))
 		goto oom;
-	if (load_file(s, lim) || finish(s))
+	if (load_file(s, lim, &fm)) {
+		json_decref(fm);
+		goto oom;
+	}
+	if (finish(s, fm))
 		goto oom;
 	if (with_subs && load_subs(s, lim))
 		goto oom;
@@ -1826,7 +1841,7 @@ struct skill *skill_load(const char *dir, const struct skill_limits *lim)
 {
 	if (!dir || !*dir) {
 		struct skill *s = skill_new("", NULL);
-		if (s && (invalidf(s, "no skill directory given") || finish(s))) {
+		if (s && (invalidf(s, "no skill directory given") || finish(s, NULL))) {
 			skill_unref(s);
 			return NULL;
 		}
@@ -1954,6 +1969,15 @@ int skill_read_text(const struct skill *s, enum skill_text what, char **out, siz
 	return 0;
 }
 
+int skill_frontmatter(const struct skill *s, json_t **out)
+{
+	*out = NULL;
+	if (!s->frontmatter_json)
+		return 0;
+	*out = json_loads(s->frontmatter_json, 0, NULL);
+	return *out ? 0 : -ENOMEM;
+}
+
 /* ------------------------------------------------------------------ JSON */
 
 /* A JSON string for text that may not be UTF-8 (directory names): bad
@@ -2029,9 +2053,14 @@ static json_t *copy_or_null(const json_t *v)
 
 json_t *skill_to_json(const struct skill *s)
 {
-	json_t *o = json_object();
-	if (!o)
+	json_t *fm = NULL;
+	if (skill_frontmatter(s, &fm) < 0)
 		return NULL;
+	json_t *o = json_object();
+	if (!o) {
+		json_decref(fm);
+		return NULL;
+	}
 	bool ok = true;
 	put(o, "name", jstr(s->name), &ok);
 	put(o, "dir_name", jstr(s->dir_name), &ok);
@@ -2043,8 +2072,9 @@ json_t *skill_to_json(const struct skill *s)
 	put(o, "description", jstr(s->description), &ok);
 	put(o, "license", jstr(s->license), &ok);
 	put(o, "compatibility", jstr(s->compatibility), &ok);
-	put(o, "metadata", copy_or_null(s->metadata), &ok);
-	put(o, "arguments", copy_or_null(s->arguments), &ok);
+	/* metadata and arguments: the front-matter's own values */
+	put(o, "metadata", copy_or_null(fm ? json_object_get(fm, "metadata") : NULL), &ok);
+	put(o, "arguments", copy_or_null(fm ? json_object_get(fm, "arguments") : NULL), &ok);
 	put(o, "allowed_tools", decl_json(&s->allowed_tools), &ok);
 	put(o, "tools", decl_json(&s->tools), &ok);
 	put(o, "inline", s->inline_flag < 0 ? json_null()
@@ -2054,7 +2084,7 @@ json_t *skill_to_json(const struct skill *s)
 	put(o, "disable_model_invocation",
 	    json_boolean(s->disable_model_invocation), &ok);
 	put(o, "user_invocable", json_boolean(s->user_invocable), &ok);
-	put(o, "frontmatter", copy_or_null(s->frontmatter), &ok);
+	put(o, "frontmatter", fm ? fm : json_null(), &ok);
 	put(o, "body_bytes", json_integer((json_int_t)s->body_len), &ok);
 	put(o, "file_bytes", json_integer((json_int_t)s->file_size), &ok);
 	json_t *subs = json_array();

@@ -72,12 +72,12 @@ struct skill {
 	char *error;     /* why invalid; NULL when valid */
 	struct strlist warnings;
 
-	/* Understood front-matter keys; NULL / defaults when absent. */
+	/* Understood front-matter keys; NULL / defaults when absent. The
+	 * values of metadata and arguments (any JSON) are the front-matter's
+	 * own (skill_frontmatter). */
 	char *description;
 	char *license;
 	char *compatibility;
-	json_t *metadata;  /* any JSON value, or NULL */
-	json_t *arguments; /* any JSON value, or NULL */
 	struct tool_decl allowed_tools; /* D3; invalid skills: declared, n == 0 */
 	struct tool_decl tools;         /* sub-agent tools (R13), same forms */
 	int inline_flag;                /* -1 absent, 0 false, 1 true */
@@ -85,7 +85,6 @@ struct skill {
 	enum skill_category category;
 	bool disable_model_invocation; /* default false */
 	bool user_invocable;           /* default true */
-	json_t *frontmatter; /* every front-matter key as JSON (unknown kept), or NULL */
 
 	/* The file: its size in bytes (0 when there is none), and the size
 	 * of its body as skill_read_text gives it (0 for an invalid skill).
@@ -94,13 +93,15 @@ struct skill {
 	size_t file_size;
 	size_t body_len;
 
-	/* Private to skill.c; use skill_read_text. */
+	/* Private to skill.c; use skill_read_text and skill_frontmatter. */
 	char *text;           /* skill_parse's copy of the bytes (NUL-ended),
 	                         or NULL: loaded from a file (or none kept) */
 	bool text_read;       /* the bytes were read and parsed (false: over
 	                         the size limit or unreadable) */
 	size_t body_off;      /* where the body begins in them */
 	uint64_t text_hash;   /* of the bytes (text_hash_of in skill.c) */
+	char *frontmatter_json; /* every front-matter key as compact JSON
+	                           (unknown kept), or NULL: none */
 
 	/* Directory sub-skills (<dir>/skills/<sub>/SKILL.md), sorted by name. */
 	struct skill **subs;
@@ -124,7 +125,7 @@ struct skill {
  * (at the top or nested, such as in metadata) is invalid, its error naming
  * the key and the line of its second occurrence; allowed-tools beside
  * allowed_tools is not a duplicate (allowed-tools is used). An invalid
- * skill (D1) is named after dir_name and has body "", frontmatter NULL
+ * skill (D1) is named after dir_name and has body "", no front-matter
  * and no front-matter fields. The skill keeps a copy of the bytes for
  * skill_read_text, unless they are over file_max (not copied: its text
  * reads as -ENODATA). A front-matter name that is empty,
@@ -165,6 +166,11 @@ enum skill_text {
  * unreadable, or no file: serve the file itself, if any), -ESTALE,
  * -ENOMEM, or what reading the file failed with (-EIO, -EACCES...). */
 int skill_read_text(const struct skill *s, enum skill_text what, char **out, size_t *len);
+
+/* Every front-matter key of s as JSON (unknown ones kept, in the order
+ * written) into *out, a new reference; NULL when s has no front-matter
+ * (none in the file, or invalid). Returns 0, or -ENOMEM. */
+int skill_frontmatter(const struct skill *s, json_t **out);
 
 /* Loads <dir>/SKILL.md (O_NOFOLLOW-safe, size-limited) and, one level deep,
  * <dir>/skills/<sub>/SKILL.md as directory sub-skills. A missing or

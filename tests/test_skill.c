@@ -59,6 +59,14 @@ static void assert_raw(const struct skill *s, const char *want, size_t len)
 	free(r);
 }
 
+/* The front-matter of s (a new reference), or NULL when it has none. */
+static json_t *fm_of(const struct skill *s)
+{
+	json_t *fm = NULL;
+	assert_int_equal(skill_frontmatter(s, &fm), 0);
+	return fm;
+}
+
 static struct skill *parse_n(const char *dir_name, const char *text, size_t n,
 			     const struct skill_limits *lim)
 {
@@ -92,7 +100,7 @@ static void assert_invalid(const struct skill *s, const char *error_part)
 	assert_body(s, "");
 	assert_true(s->allowed_tools.declared);
 	assert_int_equal(s->allowed_tools.n, 0);
-	assert_null(s->frontmatter);
+	assert_null(fm_of(s));
 	assert_null(s->description);
 }
 
@@ -137,7 +145,7 @@ static void test_no_frontmatter_takes_dir_name_and_whole_file_is_body(void **st)
 	assert_string_equal(s->name, "plain");
 	assert_body(s, text);
 	assert_false(s->allowed_tools.declared);
-	assert_null(s->frontmatter);
+	assert_null(fm_of(s));
 	assert_true(has_warning(s, "no front-matter"));
 	assert_raw(s, text, strlen(text));
 	skill_unref(s);
@@ -206,8 +214,10 @@ static void test_empty_frontmatter_is_valid_without_keys(void **st)
 	assert_true(s->valid);
 	assert_string_equal(s->name, "empty");
 	assert_body(s, "body\n");
-	assert_true(json_is_object(s->frontmatter));
-	assert_int_equal(json_object_size(s->frontmatter), 0);
+	json_t *fm = fm_of(s);
+	assert_true(json_is_object(fm));
+	assert_int_equal(json_object_size(fm), 0);
+	json_decref(fm);
 	assert_true(has_warning(s, "no description"));
 	skill_unref(s);
 }
@@ -406,8 +416,10 @@ static void test_aliases_within_bounds_are_expanded(void **st)
 	assert_true(s->valid);
 	assert_int_equal(s->allowed_tools.n, 2);
 	assert_grant(&s->allowed_tools, 1, "grep", NULL);
-	json_t *m = json_object_get(s->metadata, "tools");
+	json_t *fm = fm_of(s);
+	json_t *m = json_object_get(json_object_get(fm, "metadata"), "tools");
 	assert_int_equal(json_array_size(m), 2);
+	json_decref(fm);
 	skill_unref(s);
 
 	s = parse("al", "---\na: &a [*a]\n---\nbody\n"); /* self reference */
@@ -932,9 +944,10 @@ static void test_lenient_description_with_colon_is_plain_text(void **st)
 	assert_string_equal(s->allowed_tools.items[0].pattern, "dlv");
 	assert_string_equal(s->allowed_tools.items[1].tool, "read");
 	assert_body(s, "body\n");
-	assert_string_equal(json_string_value(json_object_get(s->frontmatter,
-							      "description")),
+	json_t *fm = fm_of(s);
+	assert_string_equal(json_string_value(json_object_get(fm, "description")),
 			    s->description);
+	json_decref(fm);
 	skill_unref(s);
 
 	/* quotes, backslashes, a comment, CRLF and an anchor nothing uses */
@@ -1106,19 +1119,22 @@ static void test_unknown_keys_kept_and_values_typed(void **st)
 	assert_true(s->valid);
 	assert_string_equal(s->license, "MIT");
 	assert_string_equal(s->compatibility, "needs git");
-	json_t *fm = s->frontmatter;
+	json_t *fm = fm_of(s);
 	assert_true(json_is_real(json_object_get(fm, "version")));
 	json_t *custom = json_object_get(json_object_get(fm, "x-custom"), "a");
 	assert_int_equal(json_array_size(custom), 2);
 	assert_int_equal(json_integer_value(json_array_get(custom, 0)), 1);
 	assert_string_equal(json_string_value(json_array_get(custom, 1)), "two");
 	assert_string_equal(json_string_value(json_object_get(fm, "name")), "u");
-	assert_string_equal(json_string_value(json_object_get(s->metadata, "author")), "me");
-	assert_int_equal(json_integer_value(json_object_get(s->metadata, "count")), 3);
-	assert_true(json_is_true(json_object_get(s->metadata, "flag")));
-	assert_string_equal(json_string_value(json_object_get(s->metadata, "quoted")), "3");
-	assert_string_equal(json_string_value(json_array_get(s->arguments, 0)), "file");
+	json_t *meta = json_object_get(fm, "metadata");
+	assert_string_equal(json_string_value(json_object_get(meta, "author")), "me");
+	assert_int_equal(json_integer_value(json_object_get(meta, "count")), 3);
+	assert_true(json_is_true(json_object_get(meta, "flag")));
+	assert_string_equal(json_string_value(json_object_get(meta, "quoted")), "3");
+	assert_string_equal(json_string_value(json_array_get(json_object_get(fm, "arguments"), 0)),
+			    "file");
 	assert_int_equal(s->warnings.n, 0);
+	json_decref(fm);
 	skill_unref(s);
 }
 
