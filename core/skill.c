@@ -802,6 +802,9 @@ static int yaml_load(struct skill *s, const char *text, size_t len,
 
 /* ------------------------------------------------------- skill lifecycle */
 
+/* dir_name and dir share one allocation (dir_name's), and name is
+ * dir_name itself when they are the same (name_dup): two allocations
+ * fewer for each skill. */
 static struct skill *skill_new(const char *dir_name, const char *dir)
 {
 	struct skill *s = calloc(1, sizeof *s);
@@ -812,22 +815,33 @@ static struct skill *skill_new(const char *dir_name, const char *dir)
 	s->inline_flag = -1;
 	s->user_invocable = true;
 	s->category = SKILL_ACTION;
-	s->dir_name = strdup(dir_name ? dir_name : "");
-	s->dir = dir ? strdup(dir) : NULL;
-	if (!s->dir_name || (dir && !s->dir)) {
-		free(s->dir_name);
-		free(s->dir);
+	if (!dir_name)
+		dir_name = "";
+	size_t nl = strlen(dir_name) + 1, dl = dir ? strlen(dir) + 1 : 0;
+	s->dir_name = malloc(nl + dl);
+	if (!s->dir_name) {
 		free(s);
 		return NULL;
+	}
+	memcpy(s->dir_name, dir_name, nl);
+	if (dir) {
+		s->dir = s->dir_name + nl;
+		memcpy(s->dir, dir, dl);
 	}
 	return s;
 }
 
+/* A copy of name n for s, or s's dir_name itself when it is the same. */
+static char *name_dup(struct skill *s, const char *n)
+{
+	return strcmp(n, s->dir_name) == 0 ? s->dir_name : strdup(n);
+}
+
 static void skill_free(struct skill *s)
 {
-	free(s->name);
-	free(s->dir_name);
-	free(s->dir);
+	if (s->name != s->dir_name)
+		free(s->name);
+	free(s->dir_name); /* and dir */
 	free(s->parent);
 	free(s->error);
 	strlist_free(&s->warnings);
@@ -895,7 +909,7 @@ struct skill *skill_invalid_copy(const struct skill *s, const char *error)
 	struct skill *c = skill_new(s->dir_name, s->dir);
 	if (!c)
 		return NULL;
-	c->name = strdup(s->name ? s->name : s->dir_name);
+	c->name = name_dup(c, s->name ? s->name : s->dir_name);
 	c->parent = s->parent ? strdup(s->parent) : NULL;
 	c->text = s->text ? malloc(s->file_size + 1) : NULL;
 	c->subs = s->nsubs ? calloc(s->nsubs, sizeof *c->subs) : NULL;
@@ -1019,7 +1033,7 @@ static int read_name(struct skill *s, const json_t *fm)
 		r = warnf(s, "name %s cannot be used (%s); the skill takes its "
 			  "directory's name", q, why);
 	} else {
-		s->name = strdup(n);
+		s->name = name_dup(s, n);
 		r = s->name ? 0 : OOM;
 		if (!r && !skill_name_valid(n))
 			r = warnf(s, NAME_RULES_BROKEN, q);
@@ -1525,7 +1539,7 @@ static int finish(struct skill *s, json_t *fm)
 	bool from_dir = !s->name;
 	int r = 0;
 	if (from_dir)
-		s->name = strdup(s->dir_name);
+		s->name = s->dir_name;
 	if (!s->name || (from_dir && check_dir_name(s)))
 		r = OOM;
 	else if (!s->valid)

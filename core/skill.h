@@ -63,6 +63,8 @@ struct tool_decl {
 struct skill {
 	int refs; /* atomic; use skill_ref / skill_unref */
 
+	/* (name may be dir_name itself, and dir shares its block: skill.c
+	 * frees them) */
 	char *name;     /* front-matter name, else the directory name */
 	char *dir_name; /* the directory's own name */
 	char *dir;      /* absolute path of the skill directory */
