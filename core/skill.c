@@ -831,6 +831,14 @@ static struct skill *skill_new(const char *dir_name, const char *dir)
 	return s;
 }
 
+/* A finished skill keeps no room beyond its lists' items (they grow 8
+ * at a time, and most hold one or two if any). */
+static void fit(struct skill *s)
+{
+	strlist_fit(&s->warnings);
+	strlist_fit(&s->sub_skill_refs);
+}
+
 /* A copy of name n for s, or s's dir_name itself when it is the same. */
 static char *name_dup(struct skill *s, const char *n)
 {
@@ -934,6 +942,7 @@ struct skill *skill_invalid_copy(const struct skill *s, const char *error)
 	c->st_size = s->st_size;
 	c->st_mtim = s->st_mtim;
 	c->st_ctim = s->st_ctim;
+	fit(c);
 	return c;
 }
 
@@ -1589,6 +1598,7 @@ struct skill *skill_parse(const char *dir_name, const char *dir,
 		skill_unref(s);
 		return NULL;
 	}
+	fit(s);
 	return s;
 }
 
@@ -1845,6 +1855,7 @@ static struct skill *load_one(const char *dir, const char *dir_name,
 		goto oom;
 	if (with_subs && load_subs(s, lim))
 		goto oom;
+	fit(s);
 	return s;
 oom:
 	skill_unref(s);
