@@ -499,21 +499,47 @@ static const struct catalog_entry *reachable_skill(const struct chat *c,
 	return NULL;
 }
 
+/* The body of skill s, read from its file (skill_read_text), into *body.
+ * Returns 0, -ENOMEM, or another negative errno with *why saying what
+ * happened (malloc'd; NULL on ENOMEM): the run keeps the catalogue it
+ * started with, so a SKILL.md changed since reads as stale (-ESTALE). */
+static int skill_body(const struct skill *s, char **body, char **why)
+{
+	*why = NULL;
+	int rc = skill_read_text(s, SKILL_TEXT_BODY, body, NULL);
+	if (rc == -ESTALE)
+		*why = model_strdupf("skill '%s' was changed on disk after this run loaded "
+				     "it: its text is no longer the one the run resolved (a "
+				     "new run uses the new version)", s->name);
+	else if (rc < 0 && rc != -ENOMEM)
+		*why = model_strdupf("the text of skill '%s' cannot be read: %s", s->name,
+				     strerror(-rc));
+	return rc;
+}
+
 /* The system prompt of a sub-agent (R12): the skill body (with $ARGUMENTS
- * replaced by the task) and the bodies of its sub-skills, each once. */
+ * replaced by the task) and the bodies of its sub-skills, each once.
+ * Returns 0, -1 on ENOMEM, or -2 with *why set (skill_body) when a body
+ * cannot be read. */
 static int subagent_system(const struct agent *a, const struct catalog_entry *e,
-			   const char *task, struct buf *out)
+			   const char *task, struct buf *out, char **why)
 {
 	const struct skill *s = e->skill;
 	struct strlist seen = {0};
+	char *body = NULL;
+	*why = NULL;
 	int rc = buf_printf(out,
 		"You are a sub-agent running the skill '%s' on the task in the "
 		"user's message. Your final reply is returned to the agent that "
 		"called you.\n\n", s->name);
 	if (rc == 0)
 		rc = put_base_dir(a, s, "skill", out);
+	if (rc == 0 && skill_body(s, &body, why) < 0)
+		rc = *why ? -2 : -1;
 	if (rc == 0)
-		rc = expand_arguments(out, s->body, task, false);
+		rc = expand_arguments(out, body, task, false);
+	free(body);
+	body = NULL;
 	if (rc == 0)
 		rc = strlist_add(&seen, s->name);
 	size_t nsubs = s->nsubs + e->nref_subs;
@@ -532,11 +558,15 @@ static int subagent_system(const struct agent *a, const struct catalog_entry *e,
 			rc = buf_printf(out, "\n\n## Sub-skill: %s\n\n", sub->name);
 		if (rc == 0)
 			rc = put_base_dir(a, sub, "sub-skill", out);
+		if (rc == 0 && skill_body(sub, &body, why) < 0)
+			rc = *why ? -2 : -1;
 		if (rc == 0)
-			rc = buf_puts(out, sub->body ? sub->body : "");
+			rc = buf_puts(out, body);
+		free(body);
+		body = NULL;
 	}
 	strlist_free(&seen);
-	return rc;
+	return rc < 0 ? rc == -2 ? -2 : -1 : 0;
 }
 
 /* Sub-agent announcements (events "subagent_started"), one JSON object per
@@ -696,7 +726,10 @@ static int run_subagent(struct agent *a, const struct chat *pc, json_int_t paren
 		rc = chat_load(&sc);
 	if (rc == STEP_OK && json_array_size(sc.msgs) == 0) {
 		struct buf sys = {0};
-		rc = subagent_system(a, e, task, &sys) < 0 ? oom(a) : STEP_OK;
+		/* A body that cannot be read fails the sub-agent (its caller
+		 * gets the error as the result), as a failure of its own. */
+		int src = subagent_system(a, e, task, &sys, &sc.error);
+		rc = src == -2 ? STEP_FAIL : src < 0 ? oom(a) : STEP_OK;
 		if (rc == STEP_OK)
 			rc = append_text(&sc, "system", sys.data);
 		buf_free(&sys);
@@ -1007,11 +1040,18 @@ static int call_run_skill(struct chat *c, json_int_t msg_seq, const char *call_i
 	} else if (mode_decide(e->skill, a->env->config->execution_mode).mode ==
 		   EXEC_INLINE) {
 		/* R11: the body is the result; the caller carries on. */
-		buf_free(&r->text);
-		r->is_error = false;
-		rc = put_base_dir(a, e->skill, "skill", &r->text) < 0 ||
-		     expand_arguments(&r->text, e->skill->body, task, true) < 0
-			     ? oom(a) : STEP_OK;
+		char *body = NULL, *err = NULL;
+		if (skill_body(e->skill, &body, &err) < 0) {
+			rc = err ? result_set(a, r, true, "run_skill: %s", err) : oom(a);
+		} else {
+			buf_free(&r->text);
+			r->is_error = false;
+			rc = put_base_dir(a, e->skill, "skill", &r->text) < 0 ||
+			     expand_arguments(&r->text, body, task, true) < 0
+				     ? oom(a) : STEP_OK;
+		}
+		free(body);
+		free(err);
 	} else {
 		char *result = NULL;
 		bool failed = false;
@@ -1472,8 +1512,16 @@ static int first_user_message(struct chat *c, const char *prompt, char **user)
 		goto out;
 	}
 	if (mode_decide(e->skill, a->env->config->execution_mode).mode == EXEC_INLINE) {
-		rc = put_base_dir(a, e->skill, "skill", &b) < 0 ||
-		     expand_arguments(&b, e->skill->body, args, true) < 0 ? oom(a) : STEP_OK;
+		char *body = NULL, *err = NULL;
+		if (skill_body(e->skill, &body, &err) < 0) {
+			c->error = err ? model_strdupf("/skill:run:%s: %s", name, err) : NULL;
+			rc = c->error ? STEP_FAIL : oom(a);
+		} else {
+			rc = put_base_dir(a, e->skill, "skill", &b) < 0 ||
+			     expand_arguments(&b, body, args, true) < 0 ? oom(a) : STEP_OK;
+		}
+		free(body);
+		free(err);
 	} else {
 		bool failed = false;
 		rc = run_subagent(a, c, 0, NULL, e, args, &result, &failed);

@@ -34,6 +34,7 @@ void prompt_free(struct prompt *p)
 	free(p->skill_block);
 	free(p->available);
 	free(p->system);
+	free(p->error_skill);
 	strlist_free(&p->included);
 	strlist_free(&p->dropped);
 	strlist_free(&p->listed);
@@ -115,11 +116,18 @@ static const char *skill_name(const struct skill *s)
 	return s && s->name ? s->name : "";
 }
 
-/* One framed section of the skill block, preceded by a blank line. */
+/* One framed section of the skill block, preceded by a blank line.
+ * Returns 0, -ENOMEM, or why the body could not be read (skill_read_text:
+ * -ESTALE...). */
 static int render_section(struct buf *b, const struct skill *s)
 {
 	const char *name = skill_name(s);
 	size_t nlen = strlen(name);
+	char *body = NULL;
+	size_t blen = 0;
+	int err = skill_read_text(s, SKILL_TEXT_BODY, &body, &blen);
+	if (err < 0)
+		return err;
 	int rc = buf_puts(b, "\n" PROMPT_SKILL_OPEN " name=\"");
 	if (rc == 0)
 		rc = prompt_xml_escape(b, name, nlen);
@@ -129,15 +137,14 @@ static int render_section(struct buf *b, const struct skill *s)
 		rc = prompt_xml_escape(b, name, nlen);
 	if (rc == 0)
 		rc = buf_puts(b, "\n\n");
-	const char *body = s->body ? s->body : "";
-	size_t blen = s->body ? s->body_len : 0;
 	if (rc == 0)
 		rc = prompt_defuse(b, body, blen);
 	if (rc == 0 && blen > 0 && body[blen - 1] != '\n')
 		rc = buf_puts(b, "\n");
 	if (rc == 0)
 		rc = buf_puts(b, PROMPT_SKILL_CLOSE "\n");
-	return rc;
+	free(body);
+	return rc < 0 ? -ENOMEM : 0;
 }
 
 static const struct skill *eff_skill(const struct catalog *cat, size_t idx)
@@ -159,6 +166,14 @@ static int build_block(const struct config *c, const struct catalog *cat,
 			continue;
 		sec.len = 0;
 		rc = render_section(&sec, s);
+		if (rc < 0 && rc != -ENOMEM) {
+			/* No block without this skill's text: nothing is
+			 * assembled, and the caller learns why. */
+			p->error = -rc;
+			p->error_skill = strdup(skill_name(s));
+			rc = p->error_skill ? 0 : -1;
+			break;
+		}
 		if (rc < 0)
 			break;
 		would += sec.len;
@@ -179,10 +194,15 @@ static int build_block(const struct config *c, const struct catalog *cat,
 			rc = -1;
 	}
 	buf_free(&sec);
-	if (rc == 0)
-		p->skill_block = buf_steal(&block, &p->skill_block_len);
+	if (rc == 0 && p->error) {
+		strlist_free(&p->included);
+		strlist_free(&p->dropped);
+		strlist_free(&p->warnings);
+	} else if (rc == 0 && !(p->skill_block = buf_steal(&block, &p->skill_block_len))) {
+		rc = -1;
+	}
 	buf_free(&block);
-	return rc == 0 && p->skill_block ? 0 : -1;
+	return rc;
 }
 
 static bool listable(const struct config *c, const struct catalog_entry *e)
@@ -349,7 +369,7 @@ int prompt_build(const struct config *c, const struct catalog *cat,
 	int rc = build_block(c, cat, eff, neff, out);
 	if (rc == 0)
 		rc = build_listing(c, cat, eff, neff, g, out);
-	if (rc == 0) {
+	if (rc == 0 && !out->error) {
 		struct buf b = { 0 };
 		rc = buf_puts(&b, prompt_base);
 		if (rc == 0 && out->skill_block_len)

@@ -26,12 +26,21 @@
 extern const char prompt_base[];
 
 struct prompt {
-	char *skill_block;  /* "" when no knowledge skill is included */
+	char *skill_block;  /* "" when no knowledge skill is included; NULL
+	                       when error is set */
 	size_t skill_block_len;
 	char *available;    /* "" when no action skill is listed */
 	size_t available_len;
-	char *system;       /* base + skill block + available skills */
+	char *system;       /* base + skill block + available skills; NULL
+	                       when error is set */
 	size_t system_len;
+	/* 0; or why the skill block (and so the system prompt) could not be
+	 * assembled: the body of knowledge skill error_skill could not be
+	 * read (skill_read_text), such as ESTALE for a SKILL.md changed on
+	 * disk since it was loaded (a reload follows). included, dropped and
+	 * the block's warnings are then empty. */
+	int error;
+	char *error_skill;
 	struct strlist included; /* knowledge skills in the block, in order */
 	struct strlist dropped;  /* knowledge skills dropped for the budget (R9) */
 	struct strlist listed;   /* action skills in <available_skills> */
@@ -67,8 +76,10 @@ size_t prompt_description_cut(const char *d, size_t len);
  * effective order) under the allow-list g (which decides the invocation
  * text: run_skill when g offers it, else /skill:run:<name>). Budgets come
  * from c->max_bytes and c->listing_max_bytes (a value <= 0 means the
- * default). Returns 0 and fills *out (free with prompt_free), or -1 on
- * ENOMEM. O(n) in the number of effective skills plus their sizes. */
+ * default). The knowledge skills' bodies are read from their files
+ * (skill_read_text); one that cannot be read leaves out->error set (see
+ * struct prompt). Returns 0 and fills *out (free with prompt_free), or -1
+ * on ENOMEM. O(n) in the number of effective skills plus their sizes. */
 int prompt_build(const struct config *c, const struct catalog *cat,
 		 const size_t *eff, size_t neff, const struct grants *g,
 		 struct prompt *out);

@@ -111,8 +111,11 @@ const char *resolution_file(const struct resolution *r, const char *name,
 		if (strcmp(name, resolution_file_names[i]) == 0) {
 			if (len)
 				*len = r->len[i];
+			if (!r->text[i])
+				errno = r->prompt.error;
 			return r->text[i];
 		}
+	errno = ENOENT;
 	return NULL;
 }
 
@@ -215,13 +218,14 @@ static int render(struct resolution *r)
 	if (rc == 0)
 		rc = set_text(r, RES_GRANTS_JSON, &b);
 
-	if (rc == 0)
+	/* Not assembled (prompt.error): those two texts stay NULL. */
+	if (rc == 0 && !r->prompt.error)
 		rc = set_copy(r, RES_SKILL_BLOCK, r->prompt.skill_block,
 			      r->prompt.skill_block_len);
 	if (rc == 0)
 		rc = set_copy(r, RES_AVAILABLE_SKILLS, r->prompt.available,
 			      r->prompt.available_len);
-	if (rc == 0)
+	if (rc == 0 && !r->prompt.error)
 		rc = set_copy(r, RES_SYSTEM_PROMPT, r->prompt.system,
 			      r->prompt.system_len);
 

@@ -42,7 +42,9 @@ struct resolution {
 	struct claude_files claude_files;
 	struct prompt prompt;
 	struct strlist warnings;
-	char *text[RES_NFILES]; /* each NUL-terminated; "" when empty */
+	/* Each NUL-terminated, "" when empty; skill-block and system-prompt
+	 * are NULL when the prompt could not be assembled (prompt.error). */
+	char *text[RES_NFILES];
 	size_t len[RES_NFILES];
 	/* The catalogue indexes of the effective skills, ascending and each
 	 * once: in name order, as the catalogue is sorted by name. */
@@ -54,16 +56,19 @@ struct resolution {
  * against c and cat: effective skills (R1), the allow-list over the gate
  * skills (R2-R4, D1, D3), then the prompt (section 4, R9) under that list,
  * and the same skills' grants as Claude Code settings (claude.h).
- * Every text ends with a newline when it is not empty. Returns NULL with
- * errno ENOMEM, or EINVAL when c or cfg is NULL. O(n log n) in skills. */
+ * Every text ends with a newline when it is not empty. A knowledge skill
+ * whose body cannot be read leaves prompt.error set and the skill-block
+ * and system-prompt texts NULL. Returns NULL with errno ENOMEM, or EINVAL
+ * when c or cfg is NULL. O(n log n) in skills. */
 struct resolution *resolution_build(const struct config *c,
 				    const struct catalog *cat,
 				    const struct configuration *cfg,
 				    const char *const *forced, size_t nforced);
 
 /* The text of a file by its name under configs/<cfg>/ (e.g.
- * "allowed-tools"), with its length in *len (may be NULL); NULL for an
- * unknown name. */
+ * "allowed-tools"), with its length in *len (may be NULL); NULL with errno
+ * ENOENT for an unknown name, or prompt.error (ESTALE...) for a text that
+ * could not be assembled. */
 const char *resolution_file(const struct resolution *r, const char *name,
 			    size_t *len);
 

@@ -77,6 +77,9 @@ struct run {
 	int64_t store_failed_ms; /* CLOCK_MONOTONIC of the first failed try */
 	int64_t parked_ms;       /* ... and of parking it; 0: not parked */
 	char *parked;            /* why it is parked (info.json), or NULL */
+	/* Its worker found a skill's text stale (stale_wait): since when
+	 * (CLOCK_MONOTONIC), 0: not. */
+	int64_t stale_ms;
 	/* A model reply streaming in (agent_env.partial), shown in the
 	 * transcript until it is committed: */
 	struct buf partial;
@@ -664,9 +667,43 @@ static int check_workdir(struct runs *r, const struct config *c, const char *pat
 	return rc;
 }
 
+/* A knowledge skill's text is read from its SKILL.md when the system
+ * prompt is assembled; a file changed on disk since the snapshot was made
+ * reads as stale (ESTALE) until the watcher has reloaded it, moments
+ * later. A run meeting that goes back to the queue, taken again after
+ * STALE_NAP_MS with the snapshot then current, for STALE_WAIT_MS at most
+ * in all; then it fails saying why. */
+#define STALE_NAP_MS 50
+#define STALE_WAIT_MS 5000
+
+/* For execute, whose run id (from: its state) met a stale skill text:
+ * 1 when it is to go back to the queue (after the nap); 0 when it has
+ * waited long enough (fail it); -1 when the daemon stops meanwhile (left
+ * as it is) or a cancel came (cancelled here). */
+static int stale_wait(struct runs *r, struct run *run, enum runstate from)
+{
+	int64_t now = monotonic_ms();
+	pthread_mutex_lock(&r->lock);
+	if (!run->stale_ms)
+		run->stale_ms = now;
+	bool more = now - run->stale_ms < STALE_WAIT_MS;
+	pthread_mutex_unlock(&r->lock);
+	if (!more)
+		return 0;
+	if (!nap(r, STALE_NAP_MS))
+		return -1;
+	if (!run_cancelled(run))
+		return 1;
+	/* ctl cancel while busy: the agent would have seen it; not started */
+	if (store_run_transition(r->store, run->id, from, RUNSTATE_CANCELLED, NULL, NULL) < 0)
+		run_log(run->id, "a cancel while it waited for a skill's reload was not stored");
+	return -1;
+}
+
 /* Runs (or resumes) run; queued says it was taken from the queue not yet
- * started, as far as memory knows (the store decides). */
-static void execute(struct runs *r, struct run *run, bool queued, struct spare *spare)
+ * started, as far as memory knows (the store decides). Returns true when
+ * the run is to go back to the queue (stale_wait). */
+static bool execute(struct runs *r, struct run *run, bool queued, struct spare *spare)
 {
 	const char *id = run->id;
 	struct snapshot *s = engine_snapshot(r->engine);
@@ -713,7 +750,7 @@ static void execute(struct runs *r, struct run *run, bool queued, struct spare *
 		model_free(model);
 		free(merr);
 		snapshot_unref(s);
-		return;
+		return false;
 	}
 	free(gerr);
 	enum runstate from = row.state;
@@ -722,8 +759,9 @@ static void execute(struct runs *r, struct run *run, bool queued, struct spare *
 		free(merr);
 		snapshot_unref(s);
 		run_row_free(&row);
-		return;
+		return false;
 	}
+	bool again = false;
 	char msg[PATH_MAX + 256];
 	struct resolution *owned = NULL;
 	const struct resolution *res = NULL;
@@ -754,6 +792,21 @@ static void execute(struct runs *r, struct run *run, bool queued, struct spare *
 	res = resolve_run(s, cfg, forced, nforced, &owned);
 	if (!res) {
 		fail_run(r, id, from, "out of memory while resolving the configuration");
+		goto out;
+	}
+	if (res->prompt.error) {
+		int w = res->prompt.error == ESTALE ? stale_wait(r, run, from) : 0;
+		again = w > 0;
+		if (w == 0 && res->prompt.error == ESTALE)
+			snprintf(msg, sizeof msg, "the system prompt cannot be assembled: skill "
+				 "'%s' changed on disk, and the catalogue was not reloaded "
+				 "within %d ms", res->prompt.error_skill, STALE_WAIT_MS);
+		else if (w == 0)
+			snprintf(msg, sizeof msg, "the system prompt cannot be assembled: the "
+				 "text of skill '%s' cannot be read: %s",
+				 res->prompt.error_skill, strerror(res->prompt.error));
+		if (w == 0)
+			fail_run(r, id, from, msg);
 		goto out;
 	}
 	/* R7: stored ∩ now; R8: a run with no stored list uses now. A stored
@@ -852,8 +905,11 @@ out:
 	free(run->partial_chat);
 	run->partial_chat = NULL;
 	run->parked_ms = run->store_failed_ms = 0;
+	if (!again)
+		run->stale_ms = 0;
 	pthread_mutex_unlock(&r->lock);
 	refresh_from_worker(r, id);
+	return again;
 }
 
 /* Makes the wanted spare outside the lock (held on entry and return). */
@@ -1022,10 +1078,14 @@ static void *worker_main(void *arg)
 		 * own: no spare for it once the queue is empty. */
 		r->spare_wanted = false;
 		pthread_mutex_unlock(&r->lock);
-		execute(r, run, queued, spare);
+		bool again = execute(r, run, queued, spare);
 		pthread_mutex_lock(&r->lock);
 		run->busy = false;
 		run->cancel_requested = false;
+		/* Back in the queue once not busy, so no worker passes it by;
+		 * a queue that cannot grow leaves it to the store (a remount). */
+		if (again && !r->stopping && queue_push(r, run->id) < 0)
+			run_log(run->id, "out of memory: it waits in the store for a remount");
 		pthread_cond_broadcast(&r->let_go);
 	}
 	pthread_mutex_unlock(&r->lock);

@@ -802,6 +802,9 @@ static int yaml_load(struct skill *s, const char *text, size_t len,
 
 /* ------------------------------------------------------- skill lifecycle */
 
+/* dir_name and dir share one allocation (dir_name's), and name is
+ * dir_name itself when they are the same (name_dup): two allocations
+ * fewer for each skill. */
 static struct skill *skill_new(const char *dir_name, const char *dir)
 {
 	struct skill *s = calloc(1, sizeof *s);
@@ -812,36 +815,52 @@ static struct skill *skill_new(const char *dir_name, const char *dir)
 	s->inline_flag = -1;
 	s->user_invocable = true;
 	s->category = SKILL_ACTION;
-	s->dir_name = strdup(dir_name ? dir_name : "");
-	s->dir = dir ? strdup(dir) : NULL;
-	if (!s->dir_name || (dir && !s->dir)) {
-		free(s->dir_name);
-		free(s->dir);
+	if (!dir_name)
+		dir_name = "";
+	size_t nl = strlen(dir_name) + 1, dl = dir ? strlen(dir) + 1 : 0;
+	s->dir_name = malloc(nl + dl);
+	if (!s->dir_name) {
 		free(s);
 		return NULL;
+	}
+	memcpy(s->dir_name, dir_name, nl);
+	if (dir) {
+		s->dir = s->dir_name + nl;
+		memcpy(s->dir, dir, dl);
 	}
 	return s;
 }
 
+/* A finished skill keeps no room beyond its lists' items (they grow 8
+ * at a time, and most hold one or two if any). */
+static void fit(struct skill *s)
+{
+	strlist_fit(&s->warnings);
+	strlist_fit(&s->sub_skill_refs);
+}
+
+/* A copy of name n for s, or s's dir_name itself when it is the same. */
+static char *name_dup(struct skill *s, const char *n)
+{
+	return strcmp(n, s->dir_name) == 0 ? s->dir_name : strdup(n);
+}
+
 static void skill_free(struct skill *s)
 {
-	free(s->name);
-	free(s->dir_name);
-	free(s->dir);
+	if (s->name != s->dir_name)
+		free(s->name);
+	free(s->dir_name); /* and dir */
 	free(s->parent);
 	free(s->error);
 	strlist_free(&s->warnings);
 	free(s->description);
 	free(s->license);
 	free(s->compatibility);
-	json_decref(s->metadata);
-	json_decref(s->arguments);
 	tool_decl_free(&s->allowed_tools);
 	tool_decl_free(&s->tools);
 	strlist_free(&s->sub_skill_refs);
-	json_decref(s->frontmatter);
-	free(s->raw);
-	free(s->body);
+	free(s->frontmatter_json);
+	free(s->text);
 	for (size_t i = 0; i < s->nsubs; i++)
 		skill_unref(s->subs[i]);
 	free(s->subs);
@@ -879,10 +898,8 @@ static int set_invalid(struct skill *s, char *msg)
 	free(s->license);
 	free(s->compatibility);
 	s->description = s->license = s->compatibility = NULL;
-	json_decref(s->metadata);
-	json_decref(s->arguments);
-	json_decref(s->frontmatter);
-	s->metadata = s->arguments = s->frontmatter = NULL;
+	free(s->frontmatter_json);
+	s->frontmatter_json = NULL;
 	tool_decl_free(&s->tools);
 	strlist_free(&s->sub_skill_refs);
 	s->inline_flag = -1;
@@ -891,10 +908,8 @@ static int set_invalid(struct skill *s, char *msg)
 	s->user_invocable = true;
 	tool_decl_free(&s->allowed_tools);
 	s->allowed_tools.declared = true;
-	free(s->body);
-	s->body = strdup("");
 	s->body_len = 0;
-	return s->body ? 0 : OOM;
+	return 0;
 }
 
 struct skill *skill_invalid_copy(const struct skill *s, const char *error)
@@ -902,19 +917,21 @@ struct skill *skill_invalid_copy(const struct skill *s, const char *error)
 	struct skill *c = skill_new(s->dir_name, s->dir);
 	if (!c)
 		return NULL;
-	c->name = strdup(s->name ? s->name : s->dir_name);
+	c->name = name_dup(c, s->name ? s->name : s->dir_name);
 	c->parent = s->parent ? strdup(s->parent) : NULL;
-	c->raw = s->raw ? malloc(s->raw_len + 1) : NULL;
+	c->text = s->text ? malloc(s->file_size + 1) : NULL;
 	c->subs = s->nsubs ? calloc(s->nsubs, sizeof *c->subs) : NULL;
-	if (!c->name || (s->parent && !c->parent) || (s->raw && !c->raw) ||
+	if (!c->name || (s->parent && !c->parent) || (s->text && !c->text) ||
 	    (s->nsubs && !c->subs) || strlist_extend(&c->warnings, &s->warnings) < 0 ||
 	    set_invalid(c, strdup(error))) {
 		skill_unref(c);
 		return NULL;
 	}
-	if (s->raw)
-		memcpy(c->raw, s->raw, s->raw_len + 1);
-	c->raw_len = s->raw_len;
+	if (s->text)
+		memcpy(c->text, s->text, s->file_size + 1);
+	c->text_read = s->text_read;
+	c->body_off = s->body_off;
+	c->text_hash = s->text_hash;
 	c->file_size = s->file_size;
 	for (size_t i = 0; i < s->nsubs; i++)
 		c->subs[i] = skill_ref(s->subs[i]);
@@ -925,6 +942,7 @@ struct skill *skill_invalid_copy(const struct skill *s, const char *error)
 	c->st_size = s->st_size;
 	c->st_mtim = s->st_mtim;
 	c->st_ctim = s->st_ctim;
+	fit(c);
 	return c;
 }
 
@@ -1024,7 +1042,7 @@ static int read_name(struct skill *s, const json_t *fm)
 		r = warnf(s, "name %s cannot be used (%s); the skill takes its "
 			  "directory's name", q, why);
 	} else {
-		s->name = strdup(n);
+		s->name = name_dup(s, n);
 		r = s->name ? 0 : OOM;
 		if (!r && !skill_name_valid(n))
 			r = warnf(s, NAME_RULES_BROKEN, q);
@@ -1105,10 +1123,9 @@ static int description_warnings(struct skill *s, const json_t *fm)
 	return r;
 }
 
-/* Takes fm (a JSON object) and reads the understood keys from it. */
-static int read_frontmatter(struct skill *s, json_t *fm)
+/* Reads the understood keys from fm (a JSON object). */
+static int read_frontmatter(struct skill *s, const json_t *fm)
 {
-	s->frontmatter = fm;
 	int r = read_name(s, fm);
 	if (!r)
 		r = str_key(s, fm, "description", &s->description);
@@ -1118,8 +1135,6 @@ static int read_frontmatter(struct skill *s, json_t *fm)
 		r = str_key(s, fm, "compatibility", &s->compatibility);
 	if (r)
 		return r;
-	s->metadata = json_incref(json_object_get(fm, "metadata"));
-	s->arguments = json_incref(json_object_get(fm, "arguments"));
 
 	json_t *hy = json_object_get(fm, "allowed-tools");
 	json_t *us = json_object_get(fm, "allowed_tools");
@@ -1174,21 +1189,27 @@ static bool line_is(const char *p, size_t n, const char *mark)
 	return n == 3 && memcmp(p, mark, 3) == 0;
 }
 
-static int set_body(struct skill *s, const char *p, size_t n)
+/* The body of text (n bytes) into out (room for n bytes): CRLF turned
+ * into LF. Returns its length. */
+static size_t body_copy(char *out, const char *p, size_t n)
 {
-	char *b = malloc(n + 1);
-	if (!b)
-		return OOM;
 	size_t j = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (p[i] == '\r' && i + 1 < n && p[i + 1] == '\n')
 			continue;
-		b[j++] = p[i];
+		out[j++] = p[i];
 	}
-	b[j] = '\0';
-	free(s->body);
-	s->body = b;
-	s->body_len = j;
+	return j;
+}
+
+/* The body is raw[off, len): skill_read_text makes it (body_copy). */
+static int set_body(struct skill *s, const char *raw, size_t off, size_t len)
+{
+	size_t crlf = 0;
+	for (size_t i = off; i + 1 < len; i++)
+		crlf += raw[i] == '\r' && raw[i + 1] == '\n';
+	s->body_off = off;
+	s->body_len = len - off - crlf;
 	return 0;
 }
 
@@ -1394,18 +1415,32 @@ static int lenient_description(struct skill *s, const char *text, size_t len,
 	return r;
 }
 
-/* Parses raw (taken; len bytes, any content) into s. Returns 0 or OOM. */
-static int parse_owned(struct skill *s, char *raw, size_t len,
-		       const struct skill_limits *lim)
+/* The digest of a SKILL.md's bytes that skill_read_text checks the file
+ * against (64-bit FNV-1a: the file's identity must match too, so it need
+ * only catch a change that left the identity as it was). */
+static uint64_t text_hash_of(const char *p, size_t n)
 {
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)p[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* Parses raw (len bytes, any content, not kept) into s; *fm is the
+ * front-matter (a JSON object, the caller's reference) or NULL for finish.
+ * Returns 0 or OOM. */
+static int parse_text(struct skill *s, const char *raw, size_t len,
+		      const struct skill_limits *lim, json_t **fmp)
+{
+	*fmp = NULL;
 	s->file_size = len;
-	if (len > lim_file(lim)) {
-		free(raw);
+	if (len > lim_file(lim))
 		return invalidf(s, "SKILL.md is %zu bytes, over the limit of %zu "
 				"bytes", len, lim_file(lim));
-	}
-	s->raw = raw;
-	s->raw_len = len;
+	s->text_read = true;
+	s->text_hash = text_hash_of(raw, len);
 
 	const char *nul = memchr(raw, '\0', len);
 	if (nul)
@@ -1421,7 +1456,7 @@ static int parse_owned(struct skill *s, char *raw, size_t len,
 	const char *nl = memchr(raw + off, '\n', len - off);
 	size_t eol = nl ? (size_t)(nl - raw) : len;
 	if (!line_is(raw + off, eol - off, "---"))
-		return set_body(s, raw + off, len - off);
+		return set_body(s, raw, off, len);
 
 	size_t fm_start = nl ? eol + 1 : len, fm_end = 0, body = 0, p = fm_start;
 	bool closed = false;
@@ -1476,9 +1511,10 @@ static int parse_owned(struct skill *s, char *raw, size_t len,
 	}
 	if (!fm)
 		return OOM;
+	*fmp = fm;
 	if (read_frontmatter(s, fm))
 		return OOM;
-	return set_body(s, raw + body, len - body);
+	return set_body(s, raw, body, len);
 }
 
 /* The checks read_name makes on a front-matter name, made on the
@@ -1505,25 +1541,31 @@ static int check_dir_name(struct skill *s)
 	return r;
 }
 
-/* Gives s its final name: the front-matter name, else the directory's. */
-static int finish(struct skill *s)
+/* Gives s its final name: the front-matter name, else the directory's;
+ * and keeps the front-matter fm (parse_text's; taken) as compact JSON. */
+static int finish(struct skill *s, json_t *fm)
 {
 	bool from_dir = !s->name;
+	int r = 0;
 	if (from_dir)
-		s->name = strdup(s->dir_name);
-	if (!s->name)
-		return OOM;
-	if (from_dir && check_dir_name(s))
-		return OOM;
-	if (!s->valid)
-		return 0;
-	if (!s->frontmatter)
-		return warnf(s, "no front-matter: the skill takes its directory's "
-			     "name and has no description; " NOT_LISTED);
-	if (!json_object_get(s->frontmatter, "name"))
-		return warnf(s, "no name in the front-matter; the skill takes its "
-			     "directory's name");
-	return 0;
+		s->name = s->dir_name;
+	if (!s->name || (from_dir && check_dir_name(s)))
+		r = OOM;
+	else if (!s->valid)
+		r = 0;
+	else if (!fm)
+		r = warnf(s, "no front-matter: the skill takes its directory's "
+			  "name and has no description; " NOT_LISTED);
+	else if (!json_object_get(fm, "name"))
+		r = warnf(s, "no name in the front-matter; the skill takes its "
+			  "directory's name");
+	/* JSON text is a tenth of the objects' size, and only skill.json
+	 * needs them (skill_frontmatter). */
+	if (r == 0 && s->valid && fm &&
+	    !(s->frontmatter_json = json_dumps(fm, JSON_COMPACT)))
+		r = OOM;
+	json_decref(fm);
+	return r;
 }
 
 struct skill *skill_parse(const char *dir_name, const char *dir,
@@ -1534,22 +1576,29 @@ struct skill *skill_parse(const char *dir_name, const char *dir,
 	if (!s)
 		return NULL;
 	if (!bytes)
-		len = 0;
-	char *raw = NULL;
-	if (len <= lim_file(lim)) {
-		raw = malloc(len + 1);
-		if (!raw) {
-			skill_unref(s);
-			return NULL;
+		bytes = "", len = 0;
+	json_t *fm = NULL;
+	int r = parse_text(s, bytes, len, lim, &fm);
+	if (r == 0 && s->text_read) {
+		/* Its own copy: the bytes came from no file to read again. */
+		s->text = malloc(len + 1);
+		if (s->text) {
+			memcpy(s->text, bytes, len);
+			s->text[len] = '\0';
+		} else {
+			r = OOM;
 		}
-		if (len)
-			memcpy(raw, bytes, len);
-		raw[len] = '\0';
 	}
-	if (parse_owned(s, raw, len, lim) || finish(s)) {
+	if (r) {
+		json_decref(fm);
 		skill_unref(s);
 		return NULL;
 	}
+	if (finish(s, fm)) {
+		skill_unref(s);
+		return NULL;
+	}
+	fit(s);
 	return s;
 }
 
@@ -1561,9 +1610,56 @@ static char *path_join(const char *a, const char *b)
 	return asprintf(&p, "%s/%s", a, b) < 0 ? NULL : p;
 }
 
-/* Reads <s->dir>/SKILL.md into s. Returns 0 or OOM. */
-static int load_file(struct skill *s, const struct skill_limits *lim)
+/* Reads fd to its end into *out (malloc'd, NUL-terminated; room for hint
+ * bytes made first) and *len. Returns 0; 1 when there are more than max
+ * bytes (*len: how many were read then, *out NULL); or -errno. */
+static int read_all(int fd, size_t hint, size_t max, char **out, size_t *len)
 {
+	size_t cap = (hint < max ? hint : max) + 1, n = 0;
+	char *p = malloc(cap + 1);
+	*out = NULL;
+	*len = 0;
+	if (!p)
+		return -ENOMEM;
+	for (;;) {
+		if (n == cap) {
+			size_t more = cap > max / 2 ? max + 1 : cap * 2;
+			char *q = realloc(p, more + 1);
+			if (!q) {
+				free(p);
+				return -ENOMEM;
+			}
+			p = q;
+			cap = more;
+		}
+		ssize_t k = read(fd, p + n, cap - n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			int e = errno;
+			free(p);
+			return -e;
+		}
+		if (k == 0)
+			break;
+		n += (size_t)k;
+		if (n > max) {
+			free(p);
+			*len = n;
+			return 1;
+		}
+	}
+	p[n] = '\0';
+	*out = p;
+	*len = n;
+	return 0;
+}
+
+/* Reads <s->dir>/SKILL.md into s, its front-matter into *fm (parse_text).
+ * Returns 0 or OOM. */
+static int load_file(struct skill *s, const struct skill_limits *lim, json_t **fm)
+{
+	*fm = NULL;
 	char *path = path_join(s->dir, "SKILL.md");
 	if (!path)
 		return OOM;
@@ -1580,7 +1676,7 @@ static int load_file(struct skill *s, const struct skill_limits *lim)
 	}
 	struct stat st;
 	int r = 0;
-	struct buf b = {0};
+	char *raw = NULL;
 	if (fstat(fd, &st) < 0) {
 		r = invalidf(s, "cannot stat %s: %s", path, strerror(errno));
 		goto out;
@@ -1602,32 +1698,21 @@ static int load_file(struct skill *s, const struct skill_limits *lim)
 			     (size_t)st.st_size, max);
 		goto out;
 	}
-	char chunk[16384];
-	for (;;) {
-		ssize_t n = read(fd, chunk, sizeof chunk);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			r = invalidf(s, "cannot read %s: %s", path, strerror(errno));
-			goto out;
-		}
-		if (n == 0)
-			break;
-		if (b.len + (size_t)n > max) { /* it grew while being read */
-			s->file_size = b.len + (size_t)n;
-			r = invalidf(s, "SKILL.md is over the limit of %zu bytes", max);
-			goto out;
-		}
-		if (buf_append(&b, chunk, (size_t)n)) {
-			r = OOM;
-			goto out;
-		}
-	}
 	size_t len = 0;
-	char *raw = buf_steal(&b, &len);
-	r = raw ? parse_owned(s, raw, len, lim) : OOM;
+	int rd = read_all(fd, (size_t)st.st_size, max, &raw, &len);
+	if (rd == -ENOMEM) {
+		r = OOM;
+	} else if (rd < 0) {
+		r = invalidf(s, "cannot read %s: %s", path, strerror(-rd));
+	} else if (rd > 0) { /* it grew while being read */
+		s->file_size = len;
+		r = invalidf(s, "SKILL.md is over the limit of %zu bytes", max);
+	} else {
+		/* What was read is not kept: skill_read_text reads it again. */
+		r = parse_text(s, raw, len, lim, fm);
+	}
 out:
-	buf_free(&b);
+	free(raw);
 	close(fd);
 	free(path);
 	return r;
@@ -1759,12 +1844,18 @@ static struct skill *load_one(const char *dir, const char *dir_name,
 	struct skill *s = skill_new(dir_name, dir);
 	if (!s)
 		return NULL;
+	json_t *fm = NULL;
 	if (parent && !(s->parent = strdup(parent)))
 		goto oom;
-	if (load_file(s, lim) || finish(s))
+	if (load_file(s, lim, &fm)) {
+		json_decref(fm);
+		goto oom;
+	}
+	if (finish(s, fm))
 		goto oom;
 	if (with_subs && load_subs(s, lim))
 		goto oom;
+	fit(s);
 	return s;
 oom:
 	skill_unref(s);
@@ -1775,7 +1866,7 @@ struct skill *skill_load(const char *dir, const struct skill_limits *lim)
 {
 	if (!dir || !*dir) {
 		struct skill *s = skill_new("", NULL);
-		if (s && (invalidf(s, "no skill directory given") || finish(s))) {
+		if (s && (invalidf(s, "no skill directory given") || finish(s, NULL))) {
 			skill_unref(s);
 			return NULL;
 		}
@@ -1820,6 +1911,96 @@ bool skill_same_file(const struct skill *s, const struct stat *st)
 	       s->st_mtim.tv_nsec == st->st_mtim.tv_nsec &&
 	       s->st_ctim.tv_sec == st->st_ctim.tv_sec &&
 	       s->st_ctim.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+/* ------------------------------------------------------------ its text */
+
+/* The bytes of s's SKILL.md read again into *out (malloc'd, NUL-terminated,
+ * file_size bytes), when the file is still the one parsed. Returns 0, or
+ * -ESTALE, -ENOMEM, -errno. */
+static int reread(const struct skill *s, char **out)
+{
+	*out = NULL;
+	if (!s->dir)
+		return -ENODATA;
+	char *path = path_join(s->dir, "SKILL.md");
+	if (!path)
+		return -ENOMEM;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	int e = errno;
+	free(path);
+	if (fd < 0) /* gone, or a link or a directory in its place */
+		return e == ENOENT || e == ELOOP || e == ENOTDIR ? -ESTALE : -e;
+	struct stat st;
+	char *p = NULL;
+	size_t n = 0;
+	int rc = fstat(fd, &st) < 0 ? -errno : !S_ISREG(st.st_mode) || !skill_same_file(s, &st)
+							? -ESTALE : 0;
+	if (rc == 0) {
+		rc = read_all(fd, s->file_size, s->file_size, &p, &n);
+		if (rc > 0 || (rc == 0 && (n != s->file_size ||
+					   text_hash_of(p, n) != s->text_hash)))
+			rc = -ESTALE;
+	}
+	close(fd);
+	if (rc < 0) {
+		free(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+int skill_read_text(const struct skill *s, enum skill_text what, char **out, size_t *len)
+{
+	*out = NULL;
+	if (len)
+		*len = 0;
+	char *raw = NULL;
+	if (what == SKILL_TEXT_BODY && !s->valid) {
+		raw = strdup("");
+		if (!raw)
+			return -ENOMEM;
+		*out = raw;
+		return 0;
+	}
+	if (!s->text_read)
+		return -ENODATA;
+	if (!s->text) {
+		int rc = reread(s, &raw);
+		if (rc < 0)
+			return rc;
+	}
+	const char *src = s->text ? s->text : raw;
+	if (what == SKILL_TEXT_RAW) {
+		if (!raw && !(raw = malloc(s->file_size + 1)))
+			return -ENOMEM;
+		if (raw != src)
+			memcpy(raw, src, s->file_size + 1);
+		*out = raw;
+		if (len)
+			*len = s->file_size;
+		return 0;
+	}
+	/* The body is never longer than its bytes: made in place when read. */
+	char *body = raw ? raw : malloc(s->file_size - s->body_off + 1);
+	if (!body)
+		return -ENOMEM;
+	size_t n = body_copy(body, src + s->body_off, s->file_size - s->body_off);
+	body[n] = '\0';
+	*out = body;
+	if (len)
+		*len = n;
+	return 0;
+}
+
+int skill_frontmatter(const struct skill *s, json_t **out)
+{
+	*out = NULL;
+	if (!s->frontmatter_json)
+		return 0;
+	*out = json_loads(s->frontmatter_json, 0, NULL);
+	return *out ? 0 : -ENOMEM;
 }
 
 /* ------------------------------------------------------------------ JSON */
@@ -1897,9 +2078,14 @@ static json_t *copy_or_null(const json_t *v)
 
 json_t *skill_to_json(const struct skill *s)
 {
-	json_t *o = json_object();
-	if (!o)
+	json_t *fm = NULL;
+	if (skill_frontmatter(s, &fm) < 0)
 		return NULL;
+	json_t *o = json_object();
+	if (!o) {
+		json_decref(fm);
+		return NULL;
+	}
 	bool ok = true;
 	put(o, "name", jstr(s->name), &ok);
 	put(o, "dir_name", jstr(s->dir_name), &ok);
@@ -1911,8 +2097,9 @@ json_t *skill_to_json(const struct skill *s)
 	put(o, "description", jstr(s->description), &ok);
 	put(o, "license", jstr(s->license), &ok);
 	put(o, "compatibility", jstr(s->compatibility), &ok);
-	put(o, "metadata", copy_or_null(s->metadata), &ok);
-	put(o, "arguments", copy_or_null(s->arguments), &ok);
+	/* metadata and arguments: the front-matter's own values */
+	put(o, "metadata", copy_or_null(fm ? json_object_get(fm, "metadata") : NULL), &ok);
+	put(o, "arguments", copy_or_null(fm ? json_object_get(fm, "arguments") : NULL), &ok);
 	put(o, "allowed_tools", decl_json(&s->allowed_tools), &ok);
 	put(o, "tools", decl_json(&s->tools), &ok);
 	put(o, "inline", s->inline_flag < 0 ? json_null()
@@ -1922,7 +2109,7 @@ json_t *skill_to_json(const struct skill *s)
 	put(o, "disable_model_invocation",
 	    json_boolean(s->disable_model_invocation), &ok);
 	put(o, "user_invocable", json_boolean(s->user_invocable), &ok);
-	put(o, "frontmatter", copy_or_null(s->frontmatter), &ok);
+	put(o, "frontmatter", fm ? fm : json_null(), &ok);
 	put(o, "body_bytes", json_integer((json_int_t)s->body_len), &ok);
 	put(o, "file_bytes", json_integer((json_int_t)s->file_size), &ok);
 	json_t *subs = json_array();

@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -62,6 +63,8 @@ struct tool_decl {
 struct skill {
 	int refs; /* atomic; use skill_ref / skill_unref */
 
+	/* (name may be dir_name itself, and dir shares its block: skill.c
+	 * frees them) */
 	char *name;     /* front-matter name, else the directory name */
 	char *dir_name; /* the directory's own name */
 	char *dir;      /* absolute path of the skill directory */
@@ -71,12 +74,12 @@ struct skill {
 	char *error;     /* why invalid; NULL when valid */
 	struct strlist warnings;
 
-	/* Understood front-matter keys; NULL / defaults when absent. */
+	/* Understood front-matter keys; NULL / defaults when absent. The
+	 * values of metadata and arguments (any JSON) are the front-matter's
+	 * own (skill_frontmatter). */
 	char *description;
 	char *license;
 	char *compatibility;
-	json_t *metadata;  /* any JSON value, or NULL */
-	json_t *arguments; /* any JSON value, or NULL */
 	struct tool_decl allowed_tools; /* D3; invalid skills: declared, n == 0 */
 	struct tool_decl tools;         /* sub-agent tools (R13), same forms */
 	int inline_flag;                /* -1 absent, 0 false, 1 true */
@@ -84,18 +87,23 @@ struct skill {
 	enum skill_category category;
 	bool disable_model_invocation; /* default false */
 	bool user_invocable;           /* default true */
-	json_t *frontmatter; /* every front-matter key as JSON (unknown kept), or NULL */
 
-	/* The file. raw holds SKILL.md byte for byte when it was read (it is
-	 * NULL, raw_len 0, when the file is over the size limit or could not
-	 * be read: serve it from disk). file_size is the file's size in bytes
-	 * either way (0 when there is no file). */
-	char *raw;
-	size_t raw_len;
+	/* The file: its size in bytes (0 when there is none), and the size
+	 * of its body as skill_read_text gives it (0 for an invalid skill).
+	 * The text itself is not kept for a skill loaded from a file (the
+	 * page cache keeps it): skill_read_text reads it again. */
 	size_t file_size;
-	char *body; /* markdown body after the front-matter, BOM dropped,
-	               CRLF turned into LF; "" for invalid skills */
 	size_t body_len;
+
+	/* Private to skill.c; use skill_read_text and skill_frontmatter. */
+	char *text;           /* skill_parse's copy of the bytes (NUL-ended),
+	                         or NULL: loaded from a file (or none kept) */
+	bool text_read;       /* the bytes were read and parsed (false: over
+	                         the size limit or unreadable) */
+	size_t body_off;      /* where the body begins in them */
+	uint64_t text_hash;   /* of the bytes (text_hash_of in skill.c) */
+	char *frontmatter_json; /* every front-matter key as compact JSON
+	                           (unknown kept), or NULL: none */
 
 	/* Directory sub-skills (<dir>/skills/<sub>/SKILL.md), sorted by name. */
 	struct skill **subs;
@@ -119,9 +127,10 @@ struct skill {
  * (at the top or nested, such as in metadata) is invalid, its error naming
  * the key and the line of its second occurrence; allowed-tools beside
  * allowed_tools is not a duplicate (allowed-tools is used). An invalid
- * skill (D1) is named after dir_name and has body "", frontmatter NULL and
- * no front-matter fields; bytes over
- * file_max are not copied (raw NULL). A front-matter name that is empty,
+ * skill (D1) is named after dir_name and has body "", no front-matter
+ * and no front-matter fields. The skill keeps a copy of the bytes for
+ * skill_read_text, unless they are over file_max (not copied: its text
+ * reads as -ENODATA). A front-matter name that is empty,
  * over 64 bytes, "." or "..", or holds '/' or a control character is not
  * used (warning); other rule breaks keep the name with a warning. A skill
  * that takes dir_name gets the same checks: an unusable dir_name makes the
@@ -134,10 +143,36 @@ struct skill *skill_parse(const char *dir_name, const char *dir,
 
 /* The same skill made invalid (D1) for a reason found outside its
  * SKILL.md (a pinned source that does not match, an injection finding):
- * name, directories, the SKILL.md bytes and identity, warnings and
- * directory sub-skills kept; error set to a copy of error; no prose, no
- * front-matter fields, allowed-tools declared []. Returns NULL on ENOMEM. */
+ * name, directories, the SKILL.md bytes (what skill_read_text reads) and
+ * identity, warnings and directory sub-skills kept; error set to a copy
+ * of error; no prose, no front-matter fields, allowed-tools declared [].
+ * Returns NULL on ENOMEM. */
 struct skill *skill_invalid_copy(const struct skill *s, const char *error);
+
+/* What skill_read_text reads. */
+enum skill_text {
+	SKILL_TEXT_RAW,  /* SKILL.md byte for byte */
+	SKILL_TEXT_BODY, /* the markdown body after the front-matter, BOM
+	                    dropped, CRLF turned into LF; "" for an invalid
+	                    skill (body_len bytes) */
+};
+
+/* The text of s's SKILL.md exactly as it was parsed, into *out (malloc'd,
+ * NUL-terminated; the caller frees) and *len (may be NULL). A skill made by
+ * skill_parse has its own copy; one loaded from a file (skill_load) reads
+ * the file again, which must still be the one parsed: the same identity
+ * (device, inode, size, mtime, ctime) and the same bytes, else -ESTALE (it
+ * was changed or replaced since; the watcher reloads it). The body of an
+ * invalid skill is "" and reads nothing. Returns 0, or a negative errno:
+ * -ENODATA when the bytes were never read (over the size limit,
+ * unreadable, or no file: serve the file itself, if any), -ESTALE,
+ * -ENOMEM, or what reading the file failed with (-EIO, -EACCES...). */
+int skill_read_text(const struct skill *s, enum skill_text what, char **out, size_t *len);
+
+/* Every front-matter key of s as JSON (unknown ones kept, in the order
+ * written) into *out, a new reference; NULL when s has no front-matter
+ * (none in the file, or invalid). Returns 0, or -ENOMEM. */
+int skill_frontmatter(const struct skill *s, json_t **out);
 
 /* Loads <dir>/SKILL.md (O_NOFOLLOW-safe, size-limited) and, one level deep,
  * <dir>/skills/<sub>/SKILL.md as directory sub-skills. A missing or

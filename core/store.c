@@ -2366,13 +2366,27 @@ int store_audit_read(struct store *st, uint64_t off, size_t size, struct buf *ou
 
 int store_audit_state(struct store *st, json_t **out, char **err)
 {
+	return store_audit_state_range(st, NULL, NULL, 0, out, err);
+}
+
+int store_audit_state_range(struct store *st, const char *from, const char *to, size_t limit,
+			    json_t **out, char **err)
+{
 	*out = json_object();
 	if (!*out)
 		return oom(err);
 	lock(st);
 	sqlite3_stmt *s;
-	int rc = prepare(st, "SELECT key, json FROM audit_state", &s, err);
+	/* (the table is WITHOUT ROWID: its rows are in key order) */
+	int rc = prepare(st, to ? "SELECT key, json FROM audit_state WHERE key >= ?1 AND "
+				  "key <= ?2 ORDER BY key LIMIT ?3"
+				: "SELECT key, json FROM audit_state WHERE key >= ?1 "
+				  "ORDER BY key LIMIT ?3", &s, err);
 	if (rc == 0) {
+		sqlite3_bind_text(s, 1, from ? from : "", -1, SQLITE_STATIC);
+		if (to)
+			sqlite3_bind_text(s, 2, to, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 3, limit ? (sqlite3_int64)limit : -1);
 		int step;
 		while ((step = sqlite3_step(s)) == SQLITE_ROW) {
 			const char *key = (const char *)sqlite3_column_text(s, 0);

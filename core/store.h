@@ -382,6 +382,12 @@ int store_audit_read(struct store *st, uint64_t off, size_t size, struct buf *ou
 /* *out: a new object of every key of audit_state and its state. */
 int store_audit_state(struct store *st, json_t **out, char **err);
 
+/* *out: a new object of the keys of audit_state from from to to (both
+ * included; NULL: no bound) and their states, in key order (bytewise), at
+ * most limit of them (0: no limit). */
+int store_audit_state_range(struct store *st, const char *from, const char *to, size_t limit,
+			    json_t **out, char **err);
+
 /* The files of pinned source source when it last matched, if that was
  * with digest: 1 with them appended to lines; 0 when none is recorded. */
 int store_pin_match(struct store *st, const char *source, const char *digest,

@@ -21,6 +21,23 @@ int strlist_add_owned(struct strlist *l, char *s)
 	return 0;
 }
 
+void strlist_fit(struct strlist *l)
+{
+	if (l->n == l->cap)
+		return;
+	if (!l->n) {
+		free(l->items);
+		l->items = NULL;
+		l->cap = 0;
+		return;
+	}
+	char **p = realloc(l->items, l->n * sizeof *p);
+	if (p) {
+		l->items = p;
+		l->cap = l->n;
+	}
+}
+
 int strlist_add(struct strlist *l, const char *s)
 {
 	return strlist_add_owned(l, strdup(s));

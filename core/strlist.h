@@ -25,6 +25,10 @@ bool strlist_has(const struct strlist *l, const char *s);
 bool strlist_equal(const struct strlist *a, const struct strlist *b);
 /* Appends copies of every item of src. Returns 0 or -1. */
 int strlist_extend(struct strlist *l, const struct strlist *src);
+/* Gives back the room beyond the items (a list kept long, such as a
+ * skill's warnings: it grows 8 at a time); when the allocator cannot, the
+ * list stays as it was. */
+void strlist_fit(struct strlist *l);
 /* Sorts the list bytewise (strcmp order). */
 void strlist_sort(struct strlist *l);
 /* The list as a JSON array of strings (a new reference), or NULL when out

@@ -96,6 +96,7 @@ static int split(const char *path, struct comps *p)
 enum node_kind {
 	N_ROOT, N_README, N_TOOLS, N_SKILLS, N_SKILL, N_SUBS, N_CONFIGS, N_CONFIG,
 	N_GATE, N_CLAUDE, N_TEXT, N_BACKING_DIR, N_BACKING_FILE, N_RUNS, N_RUN_DIR, N_AUDIT,
+	N_SKILL_MD,
 };
 
 struct node {
@@ -233,12 +234,20 @@ static int render_allowed(const struct skill *sk, struct buf *b)
 }
 
 /* A skill's SKILL.md: the bytes it was parsed from, with the mode of the
- * file they were read from; over the size limit, the file on disk. */
+ * file they were read from (N_SKILL_MD: its size is known, and a read
+ * reads them again with skill_read_text, which refuses with ESTALE a file
+ * changed since, until the watcher has reloaded it); over the size limit,
+ * the file on disk. */
 static int resolve_skill_md(struct node *n, const struct skill *sk)
 {
-	if (sk->raw) {
+	if (sk->text_read) {
+		n->kind = N_SKILL_MD;
+		n->type = VIEW_FILE;
+		n->skill = sk;
+		n->len = sk->file_size;
+		n->mtime = sk->st_mtim;
 		n->perm = source_perm(sk->st_mode);
-		return set_text(n, sk->raw, sk->raw_len, sk->st_mtim);
+		return 0;
 	}
 	if (!sk->dir ||
 	    snprintf(n->backing, sizeof n->backing, "%s/SKILL.md", sk->dir) >= (int)sizeof n->backing)
@@ -559,8 +568,8 @@ static int resolve_for(struct snapshot *s, const char *path, struct node *n, boo
 			return -ENOTDIR;
 		size_t len;
 		const char *t = resolution_file(n->res, p.c[2], &len);
-		if (!t)
-			return -ENOENT;
+		if (!t) /* not a file here, or not assembled (ESTALE...) */
+			return errno ? -errno : -ENOENT;
 		return set_text(n, t, len, s->built);
 	}
 	return -ENOENT;
@@ -607,6 +616,11 @@ int view_read_all(struct snapshot *s, const char *path, char **data, size_t *len
 		rc = -EISDIR;
 	else if (rc == 0 && (n.kind == N_BACKING_FILE || n.kind == N_AUDIT))
 		rc = -EINVAL;
+	if (rc == 0 && n.kind == N_SKILL_MD) {
+		rc = skill_read_text(n.skill, SKILL_TEXT_RAW, data, len);
+		node_release(&n);
+		return rc;
+	}
 	if (rc == 0) {
 		if (n.owned_data && n.data == n.owned_data) {
 			*data = n.owned_data; /* taken over */
@@ -635,6 +649,15 @@ ssize_t view_read(struct snapshot *s, const char *path, uint64_t off, size_t siz
 		rc = -EISDIR;
 	} else if (n.kind == N_AUDIT) {
 		rc = audit_file_read(audit_of(s), off, size, dst);
+	} else if (n.kind == N_SKILL_MD) {
+		char *raw = NULL;
+		size_t len = 0;
+		rc = skill_read_text(n.skill, SKILL_TEXT_RAW, &raw, &len);
+		if (rc == 0 && off < len) {
+			rc = (ssize_t)(len - off < size ? len - off : size);
+			memcpy(dst, raw + off, (size_t)rc);
+		}
+		free(raw);
 	} else if (n.kind == N_BACKING_FILE) {
 		int fd = open(n.backing, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {

@@ -1574,6 +1574,43 @@ static void test_R15_user_invocable_false_and_unknown_refused(void **state)
 	assert_int_equal(json_array_size(f->script->requests), 0);
 }
 
+/* A run keeps the catalogue it started with, and reads its skills' texts
+ * from their files when it needs them (skill_read_text): one changed on
+ * disk since is not run from it, never its new text under the old
+ * front-matter. run_skill answers so (inline), the sub-agent of a skill
+ * whose sub-skill changed fails saying so, and /skill:run: fails the run. */
+static void test_skill_changed_during_the_run_is_not_run(void **state)
+{
+	struct fx *f = *state;
+	add_skill(f, "greet", "---\nname: greet\ndescription: d\ninline: true\n---\nHello.\n");
+	add_digest(f);
+	load(f);
+	add_skill(f, "greet", "---\nname: greet\ndescription: d\ninline: true\n---\n"
+			      "Hello, changed.\n");
+	add_skill(f, "digest/skills/helper", "---\nname: helper\ndescription: h\n---\n"
+					     "Helper knowledge, changed.\n");
+	script(f, call("c1", "run_skill", "{\"name\": \"greet\"}"));
+	script(f, call("c2", "run_skill", "{\"name\": \"digest\"}"));
+	script(f, say("ok"));
+	start_run(f, "rc", "hi");
+	assert_int_equal(agent_run(&f->env, "rc"), AGENT_COMPLETED);
+	json_t *m = messages(f, "rc", AGENT_MAIN_CHAT);
+	const char *r1 = msg_field(m, 3, "content"), *r2 = msg_field(m, 5, "content");
+	assert_non_null(strstr(r1, "run_skill: skill 'greet' was changed on disk after this run "
+				   "loaded it"));
+	assert_null(strstr(r1, "Hello"));
+	assert_non_null(strstr(r2, "skill 'digest' failed in its sub-agent: skill 'helper' was "
+				   "changed on disk"));
+	assert_null(strstr(r2, "Helper knowledge"));
+	json_decref(m);
+
+	start_run(f, "rd", "/skill:run:greet");
+	assert_int_equal(agent_run(&f->env, "rd"), AGENT_FAILED);
+	struct run_row row = get_row(f, "rd");
+	assert_non_null(strstr(row.error, "/skill:run:greet: skill 'greet' was changed on disk"));
+	run_row_free(&row);
+}
+
 static void test_sec6_cancellation(void **state)
 {
 	struct fx *f = *state;
@@ -2266,6 +2303,7 @@ int main(void)
 		T(test_R15_skill_run_inline_becomes_user_message),
 		T(test_R15_skill_run_subagent_result_as_user_message),
 		T(test_R15_user_invocable_false_and_unknown_refused),
+		T(test_skill_changed_during_the_run_is_not_run),
 		T(test_sec6_cancellation),
 		T(test_sec6_cancellation_inside_subagent),
 		T(test_sec6_stopping_leaves_run_resumable),

@@ -248,6 +248,105 @@ static void test_trail_catches_up_across_mounts(void **state)
 	free(skills);
 }
 
+/* The trail's events from line first on, as summary() gives them. */
+static char *trail_events(struct store *st, size_t first)
+{
+	char *t = trail(st);
+	json_t *events = json_array();
+	size_t n = 0;
+	for (char *p = t; *p; n++) {
+		char *nl = strchr(p, '\n');
+		assert_non_null(nl);
+		*nl = '\0';
+		if (n >= first)
+			assert_int_equal(json_array_append_new(events, js(p)), 0);
+		p = nl + 1;
+	}
+	char *s = summary(events);
+	json_decref(events);
+	free(t);
+	return s;
+}
+
+/* A catch-up over more skills than it takes at once (it goes through the
+ * stored states and the catalogue in parts) records what one pass over
+ * everything would: the keys gone first, in key order, then the changes
+ * in the catalogue's order; and leaves the stored states those of the
+ * catalogue. */
+static void test_catch_up_in_parts(void **state)
+{
+	const char *root = *state;
+	char *skills = test_join(root, "skills"), *db = test_join(root, "state.db");
+	mkdir(skills, 0755);
+	char name[32];
+	struct buf want = { 0 };
+	for (int i = 0; i < 1300; i++) {
+		snprintf(name, sizeof name, "s%04d", i);
+		put(skills, name, "body");
+		assert_int_equal(buf_printf(&want, "skill_added %s\n", name), 0);
+	}
+	char *err = NULL;
+	struct engine *e = open_engine(skills);
+	struct store *st = store_open(db, &err);
+	assert_non_null(st);
+	struct audit *a = audit_open(e, st, &err);
+	assert_non_null(a);
+	char *got = trail_events(st, 0);
+	assert_string_equal(got, want.data);
+	free(got);
+	audit_close(a);
+	engine_close(e);
+
+	/* while "unmounted": every third gone, every seventh left edited,
+	 * three new ones */
+	buf_free(&want);
+	struct buf later = { 0 };
+	for (int i = 0; i < 1300; i++) {
+		snprintf(name, sizeof name, "s%04d", i);
+		if (i % 3 == 0) {
+			char *d = test_join(skills, name), *dm = test_join(d, "SKILL.md");
+			assert_int_equal(unlink(dm), 0);
+			assert_int_equal(rmdir(d), 0);
+			free(dm);
+			free(d);
+			assert_int_equal(buf_printf(&want, "skill_removed %s\n", name), 0);
+		} else if (i % 7 == 0) {
+			put(skills, name, "edited body");
+			assert_int_equal(buf_printf(&later, "skill_changed %s\n", name), 0);
+		}
+	}
+	for (int i = 0; i < 3; i++) {
+		snprintf(name, sizeof name, "t%d", i);
+		put(skills, name, "new");
+		assert_int_equal(buf_printf(&later, "skill_added %s\n", name), 0);
+	}
+	assert_int_equal(buf_append(&want, later.data, later.len), 0);
+	e = open_engine(skills);
+	a = audit_open(e, st, &err);
+	assert_non_null(a);
+	got = trail_events(st, 1300);
+	assert_string_equal(got, want.data);
+	free(got);
+	json_t *known = NULL;
+	assert_int_equal(store_audit_state(st, &known, NULL), 0);
+	struct snapshot *s = engine_snapshot(e);
+	assert_int_equal(json_object_size(known), s->catalog->n);
+	for (size_t i = 0; i < s->catalog->n; i++) {
+		char key[80];
+		snprintf(key, sizeof key, "skill:%s", s->catalog->entries[i].skill->name);
+		assert_non_null(json_object_get(known, key));
+	}
+	snapshot_unref(s);
+	json_decref(known);
+	audit_close(a);
+	store_close(st);
+	engine_close(e);
+	buf_free(&want);
+	buf_free(&later);
+	free(db);
+	free(skills);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -256,6 +355,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_trail_catches_up_across_mounts, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_catch_up_in_parts, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

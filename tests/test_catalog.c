@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
@@ -603,15 +604,28 @@ static void test_rebuild_reuses_unchanged_reloads_changed(void **state)
 	assert_ptr_not_equal(g3, grow1);
 	assert_string_equal(g3->description, "now much longer than before");
 	assert_ptr_not_equal(must_find(c3, "touch")->skill, touch1);
-	/* The old catalogues still hold their own (old) skills. */
+	/* The old catalogues still hold their own (old) skills, whose text
+	 * is no longer on disk: it reads as stale, never as the new text. */
 	assert_string_equal(must_find(c1, "grow")->skill->description, "the grow skill");
 	assert_string_equal(must_find(c2, "grow")->skill->description, "the grow skill");
+	char *text = NULL;
+	assert_int_equal(skill_read_text(grow1, SKILL_TEXT_BODY, &text, NULL), -ESTALE);
+	assert_int_equal(skill_read_text(grow1, SKILL_TEXT_RAW, &text, NULL), -ESTALE);
+	assert_null(text);
+	assert_int_equal(skill_read_text(g3, SKILL_TEXT_BODY, &text, NULL), 0);
+	assert_string_equal(text, "New body.\n");
+	free(text);
 
 	/* Freeing the older catalogues leaves the shared skills alive. */
 	catalog_free(c1);
 	catalog_free(c2);
 	assert_string_equal(must_find(c3, "keep")->skill->name, "keep");
-	assert_string_equal(must_find(c3, "keep")->skill->body, "Body of keep.\n");
+	size_t len = 0;
+	assert_int_equal(skill_read_text(must_find(c3, "keep")->skill, SKILL_TEXT_BODY, &text,
+					 &len), 0);
+	assert_string_equal(text, "Body of keep.\n");
+	assert_int_equal(len, strlen(text));
+	free(text);
 
 	catalog_free(c3);
 	config_free(c);

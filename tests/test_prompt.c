@@ -7,9 +7,11 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
@@ -20,6 +22,7 @@
 #include "prompt.h"
 #include "resolution.h"
 #include "skill.h"
+#include "testutil.h"
 
 /* ---- fixture: a hand-built config and catalogue ---- */
 
@@ -626,6 +629,63 @@ static void test_S8_resolution_files(void **st)
 	fx_free(&f);
 }
 
+/* A knowledge skill's body is read from its file as the block is
+ * assembled (skill_read_text): with that file changed on disk since the
+ * skill was loaded, neither the block nor the system prompt is assembled
+ * (prompt.error ESTALE, naming the skill; their files answer ESTALE), never
+ * from the new text under the old front-matter; the rest of the
+ * resolution stands. Loaded again, the skill's new body is there. */
+static void test_S4_changed_knowledge_file_is_not_assembled(void **st)
+{
+	(void)st;
+	struct sk sks[] = { { "act", NULL, NULL, NULL, false },
+			    { "ref", "category: knowledge\n", NULL, NULL, false } };
+	struct fx f;
+	fx_init(&f, sks, 2);
+	char *root = test_tmpdir("prompttest"), *dir = test_join(root, "ref");
+	char *md = test_join(dir, "SKILL.md");
+	assert_int_equal(mkdir(dir, 0755), 0);
+	test_write_text(md, "---\nname: ref\ndescription: r\ncategory: knowledge\n---\n"
+			"Old body.\r\n");
+	struct catalog_entry *e = &f.cat->entries[1];
+	assert_string_equal(e->skill->name, "ref");
+	skill_unref(e->skill);
+	e->skill = skill_load(dir, NULL);
+	assert_non_null(e->skill);
+	struct resolution *r = fx_resolve(&f);
+	assert_int_equal(r->prompt.error, 0);
+	assert_non_null(strstr(file(r, "skill-block"), "## ref\n\nOld body.\n</skill_reference>"));
+	resolution_free(r);
+
+	test_write_text(md, "---\nname: ref\ndescription: r\ncategory: knowledge\n---\n"
+			"New body, longer.\n");
+	r = fx_resolve(&f);
+	assert_int_equal(r->prompt.error, ESTALE);
+	assert_string_equal(r->prompt.error_skill, "ref");
+	assert_null(r->prompt.skill_block);
+	assert_null(r->prompt.system);
+	errno = 0;
+	assert_null(resolution_file(r, "skill-block", NULL));
+	assert_int_equal(errno, ESTALE);
+	errno = 0;
+	assert_null(resolution_file(r, "system-prompt", NULL));
+	assert_int_equal(errno, ESTALE);
+	assert_non_null(strstr(file(r, "available-skills"), "<skill name=\"act\""));
+	assert_string_equal(file(r, "effective"), "act\nref\n");
+	resolution_free(r);
+
+	skill_unref(e->skill);
+	e->skill = skill_load(dir, NULL);
+	r = fx_resolve(&f);
+	assert_int_equal(r->prompt.error, 0);
+	assert_non_null(strstr(file(r, "system-prompt"), "## ref\n\nNew body, longer.\n"));
+	resolution_free(r);
+	fx_free(&f);
+	test_rm_tree(root); /* (and frees it) */
+	free(md);
+	free(dir);
+}
+
 static void test_S8_empty_configuration(void **st)
 {
 	(void)st;
@@ -702,6 +762,7 @@ int main(void)
 		cmocka_unit_test(test_S4_listing_budget_first_always_listed_rest_summarised),
 		cmocka_unit_test(test_S4_system_prompt_is_base_block_listing),
 		cmocka_unit_test(test_S8_resolution_files),
+		cmocka_unit_test(test_S4_changed_knowledge_file_is_not_assembled),
 		cmocka_unit_test(test_S8_empty_configuration),
 		cmocka_unit_test(test_S4_thousand_skills_resolve),
 	};

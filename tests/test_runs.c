@@ -647,6 +647,47 @@ static void test_messages_json_is_sized_without_rendering(void **state)
 	assert_int_equal(runs_attr_file(r, "nope", "messages.json", &(struct run_file){ 0 }), -ENOENT);
 }
 
+/* A run whose knowledge skill's SKILL.md changed on disk after the
+ * snapshot was made (its text reads as stale until the watcher reloads
+ * it) waits in the queue for the reload, then runs with the new text in
+ * its system prompt; it neither fails nor starts with a prompt missing
+ * that skill. */
+static void test_run_waits_for_a_stale_knowledge_skill(void **state)
+{
+	struct fixture *f = *state;
+	char *dir = test_join(f->skills, "know"), *md = test_join(dir, "SKILL.md");
+	assert_int_equal(mkdir(dir, 0755), 0);
+	test_write_text(md, "---\nname: know\ndescription: k\ncategory: knowledge\n---\n"
+			"Old knowledge.\n");
+	assert_int_equal(engine_reload(f->e, false, NULL), 0);
+	start_runs(f);
+	struct runs *r = engine_runs(f->e);
+	test_write_text(md, "---\nname: know\ndescription: k\ncategory: knowledge\n---\n"
+			"New knowledge, longer.\n");
+	assert_int_equal(runs_create(r, "st", getuid(), getgid()), 0);
+	assert_int_equal(write_str(r, "st", "prompt", "hi"), 2);
+	uint64_t t = runs_open_writer(r, "st", "prompt");
+	assert_int_equal(runs_close_writer(r, "st", "prompt", t, true), 0);
+	usleep(300000);
+	enum runstate st;
+	assert_int_equal(runs_state(r, "st", &st), 0);
+	assert_int_equal(st, RUNSTATE_QUEUED);
+	assert_int_equal(engine_reload(f->e, false, NULL), 0); /* the watcher's */
+	for (int i = 0; i < 500; i++) {
+		assert_int_equal(runs_state(r, "st", &st), 0);
+		if (runstate_is_terminal(st))
+			break;
+		usleep(10000);
+	}
+	assert_int_equal(st, RUNSTATE_COMPLETED);
+	char *msgs = run_text(r, "st", "messages.json");
+	assert_non_null(strstr(msgs, "New knowledge, longer."));
+	assert_null(strstr(msgs, "Old knowledge."));
+	free(msgs);
+	free(md);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -663,6 +704,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_workdir_survives_a_remount, setup_roots,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_a_damaged_message_row_reads_as_eio, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_run_waits_for_a_stale_knowledge_skill, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_messages_json_is_sized_without_rendering, setup,
 						teardown),

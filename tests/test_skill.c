@@ -22,13 +22,58 @@
 
 /* ------------------------------------------------------------- helpers */
 
+/* What skill_read_text gives, which must succeed (the caller frees). */
+static char *text_of(const struct skill *s, enum skill_text what, size_t *len)
+{
+	char *t = NULL;
+	size_t n = 0;
+	int rc = skill_read_text(s, what, &t, &n);
+	if (rc != 0)
+		fail_msg("skill_read_text(%s): %s", s->name, strerror(-rc));
+	assert_non_null(t);
+	assert_int_equal(t[n], '\0');
+	if (len)
+		*len = n;
+	return t;
+}
+
+/* The body of s is want, body_len bytes. */
+static void assert_body(const struct skill *s, const char *want)
+{
+	size_t n;
+	char *b = text_of(s, SKILL_TEXT_BODY, &n);
+	assert_string_equal(b, want);
+	assert_int_equal(n, strlen(want));
+	assert_int_equal(s->body_len, n);
+	free(b);
+}
+
+/* SKILL.md of s reads as the len bytes want, file_size of them. */
+static void assert_raw(const struct skill *s, const char *want, size_t len)
+{
+	size_t n;
+	char *r = text_of(s, SKILL_TEXT_RAW, &n);
+	assert_int_equal(n, len);
+	assert_memory_equal(r, want, len);
+	assert_int_equal(s->file_size, len);
+	free(r);
+}
+
+/* The front-matter of s (a new reference), or NULL when it has none. */
+static json_t *fm_of(const struct skill *s)
+{
+	json_t *fm = NULL;
+	assert_int_equal(skill_frontmatter(s, &fm), 0);
+	return fm;
+}
+
 static struct skill *parse_n(const char *dir_name, const char *text, size_t n,
 			     const struct skill_limits *lim)
 {
 	struct skill *s = skill_parse(dir_name, NULL, text, n, lim);
 	assert_non_null(s);
 	assert_non_null(s->name);
-	assert_non_null(s->body);
+	free(text_of(s, SKILL_TEXT_BODY, NULL)); /* it has a body ("" at least) */
 	return s;
 }
 
@@ -52,11 +97,10 @@ static void assert_invalid(const struct skill *s, const char *error_part)
 	assert_non_null(s->error);
 	if (error_part && !strstr(s->error, error_part))
 		fail_msg("error '%s' does not mention '%s'", s->error, error_part);
-	assert_string_equal(s->body, "");
-	assert_int_equal(s->body_len, 0);
+	assert_body(s, "");
 	assert_true(s->allowed_tools.declared);
 	assert_int_equal(s->allowed_tools.n, 0);
-	assert_null(s->frontmatter);
+	assert_null(fm_of(s));
 	assert_null(s->description);
 }
 
@@ -99,22 +143,22 @@ static void test_no_frontmatter_takes_dir_name_and_whole_file_is_body(void **st)
 	assert_true(s->valid);
 	assert_null(s->error);
 	assert_string_equal(s->name, "plain");
-	assert_string_equal(s->body, text);
+	assert_body(s, text);
 	assert_false(s->allowed_tools.declared);
-	assert_null(s->frontmatter);
+	assert_null(fm_of(s));
 	assert_true(has_warning(s, "no front-matter"));
-	assert_memory_equal(s->raw, text, strlen(text));
-	assert_int_equal(s->raw_len, strlen(text));
+	assert_raw(s, text, strlen(text));
 	skill_unref(s);
 }
 
 static void test_D1_frontmatter_not_closed_is_invalid(void **st)
 {
 	(void)st;
-	struct skill *s = parse("x", "---\nname: x\ndescription: d\n\nbody\n");
+	const char *text = "---\nname: x\ndescription: d\n\nbody\n";
+	struct skill *s = parse("x", text);
 	assert_invalid(s, "not closed");
 	assert_string_equal(s->name, "x");
-	assert_non_null(s->raw); /* still served byte for byte */
+	assert_raw(s, text, strlen(text)); /* still served byte for byte */
 	skill_unref(s);
 
 	s = parse("x", "---");
@@ -169,9 +213,11 @@ static void test_empty_frontmatter_is_valid_without_keys(void **st)
 	struct skill *s = parse("empty", "---\n# only a comment\n---\nbody\n");
 	assert_true(s->valid);
 	assert_string_equal(s->name, "empty");
-	assert_string_equal(s->body, "body\n");
-	assert_true(json_is_object(s->frontmatter));
-	assert_int_equal(json_object_size(s->frontmatter), 0);
+	assert_body(s, "body\n");
+	json_t *fm = fm_of(s);
+	assert_true(json_is_object(fm));
+	assert_int_equal(json_object_size(fm), 0);
+	json_decref(fm);
 	assert_true(has_warning(s, "no description"));
 	skill_unref(s);
 }
@@ -182,7 +228,7 @@ static void test_dots_line_closes_frontmatter(void **st)
 	struct skill *s = parse("x", "---\nname: x\ndescription: d\n...\nthe body\n");
 	assert_true(s->valid);
 	assert_string_equal(s->description, "d");
-	assert_string_equal(s->body, "the body\n");
+	assert_body(s, "the body\n");
 	skill_unref(s);
 }
 
@@ -197,10 +243,8 @@ static void test_crlf_file_body_normalised_raw_exact(void **st)
 	assert_string_equal(s->description, "Windows file");
 	assert_int_equal(s->allowed_tools.n, 2);
 	assert_grant(&s->allowed_tools, 1, "write", NULL);
-	assert_string_equal(s->body, "line one\nline two\n");
-	assert_int_equal(s->body_len, strlen("line one\nline two\n"));
-	assert_int_equal(s->raw_len, strlen(text));
-	assert_memory_equal(s->raw, text, strlen(text));
+	assert_body(s, "line one\nline two\n");
+	assert_raw(s, text, strlen(text));
 	skill_unref(s);
 }
 
@@ -212,13 +256,13 @@ static void test_bom_is_skipped_for_parsing_and_kept_in_raw(void **st)
 	assert_true(s->valid);
 	assert_string_equal(s->name, "bom");
 	assert_string_equal(s->description, "d");
-	assert_string_equal(s->body, "body\n");
-	assert_memory_equal(s->raw, text, strlen(text));
+	assert_body(s, "body\n");
+	assert_raw(s, text, strlen(text));
 	skill_unref(s);
 
 	s = parse("bom", "\xEF\xBB\xBFplain body\n");
 	assert_true(s->valid);
-	assert_string_equal(s->body, "plain body\n");
+	assert_body(s, "plain body\n");
 	skill_unref(s);
 }
 
@@ -249,7 +293,7 @@ static void test_D1_nul_byte_is_invalid(void **st)
 	const char text[] = "---\nname: x\n---\nbo\0dy\n";
 	struct skill *s = parse_n("x", text, sizeof text - 1, NULL);
 	assert_invalid(s, "NUL");
-	assert_int_equal(s->raw_len, sizeof text - 1);
+	assert_raw(s, text, sizeof text - 1);
 	skill_unref(s);
 
 	/* A NUL written as a YAML escape is refused too. */
@@ -277,8 +321,9 @@ static void test_D1_file_over_limit_via_load_is_not_read(void **st)
 	struct skill *s = skill_load(dir, NULL);
 	assert_non_null(s);
 	assert_invalid(s, "over the limit");
-	assert_null(s->raw);
-	assert_int_equal(s->raw_len, 0);
+	char *t = NULL;
+	assert_int_equal(skill_read_text(s, SKILL_TEXT_RAW, &t, NULL), -ENODATA);
+	assert_null(t);
 	assert_int_equal(s->file_size, b.len);
 	assert_int_equal(s->st_size, (off_t)b.len);
 	assert_string_equal(s->name, "big");
@@ -288,7 +333,9 @@ static void test_D1_file_over_limit_via_load_is_not_read(void **st)
 	struct skill_limits lim = {.file_max = 64};
 	s = parse_n("big", b.data, 65, &lim);
 	assert_invalid(s, "over the limit");
-	assert_null(s->raw);
+	assert_int_equal(skill_read_text(s, SKILL_TEXT_RAW, &t, NULL), -ENODATA);
+	assert_null(t);
+	assert_null(s->text); /* not copied */
 	skill_unref(s);
 	s = parse_n("big", "---\nname: big\n---\nsmall\n", 22, &lim);
 	assert_true(s->valid);
@@ -369,8 +416,10 @@ static void test_aliases_within_bounds_are_expanded(void **st)
 	assert_true(s->valid);
 	assert_int_equal(s->allowed_tools.n, 2);
 	assert_grant(&s->allowed_tools, 1, "grep", NULL);
-	json_t *m = json_object_get(s->metadata, "tools");
+	json_t *fm = fm_of(s);
+	json_t *m = json_object_get(json_object_get(fm, "metadata"), "tools");
 	assert_int_equal(json_array_size(m), 2);
+	json_decref(fm);
 	skill_unref(s);
 
 	s = parse("al", "---\na: &a [*a]\n---\nbody\n"); /* self reference */
@@ -894,10 +943,11 @@ static void test_lenient_description_with_colon_is_plain_text(void **st)
 	assert_string_equal(s->allowed_tools.items[0].tool, "bash");
 	assert_string_equal(s->allowed_tools.items[0].pattern, "dlv");
 	assert_string_equal(s->allowed_tools.items[1].tool, "read");
-	assert_string_equal(s->body, "body\n");
-	assert_string_equal(json_string_value(json_object_get(s->frontmatter,
-							      "description")),
+	assert_body(s, "body\n");
+	json_t *fm = fm_of(s);
+	assert_string_equal(json_string_value(json_object_get(fm, "description")),
 			    s->description);
+	json_decref(fm);
 	skill_unref(s);
 
 	/* quotes, backslashes, a comment, CRLF and an anchor nothing uses */
@@ -1069,19 +1119,22 @@ static void test_unknown_keys_kept_and_values_typed(void **st)
 	assert_true(s->valid);
 	assert_string_equal(s->license, "MIT");
 	assert_string_equal(s->compatibility, "needs git");
-	json_t *fm = s->frontmatter;
+	json_t *fm = fm_of(s);
 	assert_true(json_is_real(json_object_get(fm, "version")));
 	json_t *custom = json_object_get(json_object_get(fm, "x-custom"), "a");
 	assert_int_equal(json_array_size(custom), 2);
 	assert_int_equal(json_integer_value(json_array_get(custom, 0)), 1);
 	assert_string_equal(json_string_value(json_array_get(custom, 1)), "two");
 	assert_string_equal(json_string_value(json_object_get(fm, "name")), "u");
-	assert_string_equal(json_string_value(json_object_get(s->metadata, "author")), "me");
-	assert_int_equal(json_integer_value(json_object_get(s->metadata, "count")), 3);
-	assert_true(json_is_true(json_object_get(s->metadata, "flag")));
-	assert_string_equal(json_string_value(json_object_get(s->metadata, "quoted")), "3");
-	assert_string_equal(json_string_value(json_array_get(s->arguments, 0)), "file");
+	json_t *meta = json_object_get(fm, "metadata");
+	assert_string_equal(json_string_value(json_object_get(meta, "author")), "me");
+	assert_int_equal(json_integer_value(json_object_get(meta, "count")), 3);
+	assert_true(json_is_true(json_object_get(meta, "flag")));
+	assert_string_equal(json_string_value(json_object_get(meta, "quoted")), "3");
+	assert_string_equal(json_string_value(json_array_get(json_object_get(fm, "arguments"), 0)),
+			    "file");
 	assert_int_equal(s->warnings.n, 0);
+	json_decref(fm);
 	skill_unref(s);
 }
 
@@ -1233,7 +1286,7 @@ static void test_load_directory_sub_skills(void **st)
 	assert_string_equal(s->subs[0]->name, "alpha");
 	assert_string_equal(s->subs[1]->name, "zeta");
 	assert_string_equal(s->subs[0]->parent, "parent");
-	assert_string_equal(s->subs[0]->body, "A\n");
+	assert_body(s->subs[0], "A\n"); /* read from its file */
 	assert_int_equal(s->subs[0]->nsubs, 0);
 	json_t *j = skill_to_json(s);
 	assert_string_equal(json_string_value(json_array_get(json_object_get(j, "directory_sub_skills"), 1)), "zeta");
@@ -1280,7 +1333,7 @@ static void test_load_duplicate_and_unusable_sub_skill_names(void **st)
 	assert_int_equal(s->nsubs, 2);
 	assert_string_equal(s->subs[0]->name, "child");
 	assert_string_equal(s->subs[0]->dir_name, "b"); /* "b" < "child" < "child2" */
-	assert_string_equal(s->subs[0]->body, "B\n");
+	assert_body(s->subs[0], "B\n");
 	assert_string_equal(s->subs[1]->name, "other");
 	for (size_t i = 0; i < s->warnings.n; i++)
 		assert_null(strchr(s->warnings.items[i], '\t'));
@@ -1406,10 +1459,11 @@ static int corpus_file(const char *path, const struct stat *sb, int flag,
 	json_t *j = skill_to_json(p);
 	assert_non_null(j);
 	json_decref(j);
-	skill_unref(p);
-	free(data);
-	if (strcmp(base, "SKILL.md") != 0)
+	if (strcmp(base, "SKILL.md") != 0) {
+		skill_unref(p);
+		free(data);
 		return 0;
+	}
 
 	char *dir = strndup(path, ftw->base - 1);
 	assert_non_null(dir);
@@ -1420,9 +1474,15 @@ static int corpus_file(const char *path, const struct stat *sb, int flag,
 	assert_string_equal(s->name, dir + strlen(dir) - strlen(s->dir_name));
 	assert_non_null(s->description);
 	assert_false(s->allowed_tools.declared);
-	assert_int_equal(s->raw_len, (size_t)sb->st_size);
+	/* Read again from the file: the bytes, and the body the bytes give. */
+	assert_raw(s, data, (size_t)sb->st_size);
 	assert_true(s->body_len > 0);
+	char *body = text_of(p, SKILL_TEXT_BODY, NULL);
+	assert_body(s, body);
+	free(body);
 	skill_unref(s);
+	skill_unref(p);
+	free(data);
 	free(dir);
 	corpus_count++;
 	return 0;

@@ -465,7 +465,11 @@ static void test_high_finding_invalid_until_acknowledged(void **state)
 				    "ignore-instructions") != NULL);
 	assert_true(e->skill->allowed_tools.declared);
 	assert_int_equal(e->skill->allowed_tools.n, 0);
-	assert_string_equal(e->skill->body, "");
+	char *body = NULL;
+	assert_int_equal(skill_read_text(e->skill, SKILL_TEXT_BODY, &body, NULL), 0);
+	assert_string_equal(body, ""); /* no prose (D1) */
+	assert_int_equal(e->skill->body_len, 0);
+	free(body);
 	assert_true(catalog_entry_loaded(e)->valid); /* as parsed */
 	e = entry(cat, "sly");
 	assert_false(e->skill->valid);

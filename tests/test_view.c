@@ -189,6 +189,20 @@ static void assert_same_as_disk(struct snapshot *s, const char *vpath, const cha
 /* Walks the whole tree from path: every listing is sorted and unique,
  * every entry's getattr agrees with its dirent type, modes are 0444/0555,
  * and every file's size equals the bytes read. Collects visited paths. */
+/* The path of a SKILL.md that changed on disk after snapshot s was made
+ * (walk_stale): its read fails with ESTALE (skill_read_text), and nothing
+ * else may fail. */
+static const char *walk_stale_md;
+
+static bool stale_md(const char *path)
+{
+	if (!walk_stale_md)
+		return false;
+	size_t n = strlen(path), k = strlen(walk_stale_md);
+	return n >= k && strcmp(path + n - k, walk_stale_md) == 0 &&
+	       (n == k || path[n - k - 1] == '/');
+}
+
 static void walk(struct snapshot *s, const char *path, struct strlist *seen, int depth)
 {
 	assert_true(depth < 16);
@@ -218,7 +232,11 @@ static void walk(struct snapshot *s, const char *path, struct strlist *seen, int
 			assert_int_equal(ca.perm, 0444);
 			assert_int_equal(ca.cache, VIEW_STATIC);
 			size_t len;
-			free(view_slurp(s, p, &len));
+			char buf[64];
+			if (stale_md(p))
+				assert_int_equal(view_read(s, p, 0, sizeof buf, buf), -ESTALE);
+			else
+				free(view_slurp(s, p, &len));
 			assert_readdir_err(s, p, ENOTDIR);
 		}
 		free(p);
@@ -654,10 +672,15 @@ static void test_sec8_reload_new_snapshot_old_unchanged(void **state)
 	assert_int_equal(len, sizeof new_md - 1);
 	assert_memory_equal(v, new_md, len);
 	free(v);
-	v = view_slurp(s1, "skills/alpha/SKILL.md", &len);
-	assert_int_equal(len, sizeof alpha_md - 1);
-	assert_memory_equal(v, alpha_md, len);
-	free(v);
+	/* The old snapshot keeps the old file's size, but not its bytes: a
+	 * read of them fails (ESTALE), never giving the new ones. */
+	struct view_attr a;
+	assert_int_equal(view_getattr(s1, "skills/alpha/SKILL.md", &a), 0);
+	assert_int_equal(a.size, sizeof alpha_md - 1);
+	char old[sizeof alpha_md + 64];
+	assert_int_equal(view_read(s1, "skills/alpha/SKILL.md", 0, sizeof old, old), -ESTALE);
+	assert_int_equal(view_read(s1, "configs/default/skills/alpha/SKILL.md", 0, sizeof old, old),
+			 -ESTALE);
 
 	v = view_text(s2, "skills/alpha/description");
 	assert_string_equal(v, "Alpha, rewritten at length\n");
@@ -677,7 +700,9 @@ static void test_sec8_reload_new_snapshot_old_unchanged(void **state)
 	/* The old snapshot outlives the engine's move to a newer one. */
 	assert_int_equal(engine_reload(f->e, false, NULL), 0);
 	struct strlist seen = { 0 };
+	walk_stale_md = "alpha/SKILL.md";
 	walk(s1, "", &seen, 0);
+	walk_stale_md = NULL;
 	strlist_free(&seen);
 	snapshot_unref(s2);
 	snapshot_unref(s1);

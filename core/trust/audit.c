@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,32 +263,6 @@ int audit_changes(const struct snapshot *old, const struct snapshot *now, json_t
 	return rc;
 }
 
-/* Every key of snapshot s and its state (a new object), for the diff
- * against what the trail last saw. */
-static json_t *full_state(const struct snapshot *s)
-{
-	const struct config *c = snapshot_config(s);
-	json_t *o = json_object();
-	char key[4200];
-	for (size_t i = 0; o && i < s->catalog->n; i++) {
-		const struct catalog_entry *e = &s->catalog->entries[i];
-		if (entry_key(key, sizeof key, e->skill->name) == 0 &&
-		    json_object_set_new(o, key, skill_state(c, e)) < 0) {
-			json_decref(o);
-			o = NULL;
-		}
-	}
-	for (size_t i = 0; o && i < s->catalog->npins && i < c->nsources; i++) {
-		const struct source_pin *p = s->catalog->pins[i];
-		if (p && snprintf(key, sizeof key, "source:%s", c->sources[i].path) < (int)sizeof key &&
-		    json_object_set_new(o, key, pin_state(p)) < 0) {
-			json_decref(o);
-			o = NULL;
-		}
-	}
-	return o;
-}
-
 /* ---- recording ---- */
 
 static int64_t keep_of(const struct snapshot *s)
@@ -361,31 +336,142 @@ static void on_reload(void *ctx, const struct snapshot *old, const struct snapsh
 	json_decref(states);
 }
 
-/* Records what changed since the trail last saw the catalogue. */
+/* catch_up goes through the stored states and the catalogue this many
+ * keys at a time, recording each part in a transaction of its own: what
+ * it holds does not grow with the catalogue (every skill's state and
+ * event at once took 90 MB at 50,000 skills, which the allocator kept). */
+#define CATCH_UP_CHUNK 512
+
+struct catch_up {
+	struct audit *a;
+	const struct snapshot *s;
+	json_t *events, *states;
+	char **err;
+};
+
+/* Records what c gathered: the trail is trimmed (keep) only by the last
+ * part, as when everything was one transaction. Returns 0 or -errno. */
+static int catch_up_flush(struct catch_up *c, bool last)
+{
+	if (!last && !json_array_size(c->events) && !json_object_size(c->states))
+		return 0;
+	int rc = store_audit_record(c->a->store, c->events, c->states,
+				    last ? keep_of(c->s) : INT64_MAX / 4, c->err);
+	if (rc == 0)
+		remember_matches(c->a, c->s, c->states);
+	json_array_clear(c->events);
+	json_object_clear(c->states);
+	return rc;
+}
+
+/* Diffs key (was: its stored state or NULL; now: NULL when gone; both
+ * taken) into c, recording once a chunk's worth has gathered. */
+static int catch_up_key(struct catch_up *c, const char *key, json_t *was, json_t *now)
+{
+	if (diff_key(key, was, now, c->events, c->states) < 0)
+		return -ENOMEM;
+	if (json_object_size(c->states) < CATCH_UP_CHUNK &&
+	    json_array_size(c->events) < CATCH_UP_CHUNK)
+		return 0;
+	return catch_up_flush(c, false);
+}
+
+/* Whether key is one of snapshot s's: a skill of its catalogue, or a
+ * pinned source. */
+static bool key_now(const struct snapshot *s, const char *key)
+{
+	if (strncmp(key, "skill:", 6) == 0)
+		return catalog_find(s->catalog, key + 6) != NULL;
+	if (strncmp(key, "source:", 7) == 0)
+		return pin_at(s, key + 7) != NULL;
+	return false;
+}
+
+/* The stored keys that s no longer has, as gone, in key order. */
+static int catch_up_gone(struct catch_up *c)
+{
+	char *from = NULL;
+	int rc = 0;
+	for (bool more = true; more && rc == 0;) {
+		json_t *known = NULL;
+		rc = store_audit_state_range(c->a->store, from, NULL, CATCH_UP_CHUNK, &known,
+					     c->err);
+		more = rc == 0 && json_object_size(known) == CATCH_UP_CHUNK;
+		const char *key, *last = NULL;
+		json_t *v;
+		json_object_foreach(known, key, v) {
+			if (rc == 0 && !key_now(c->s, key))
+				rc = catch_up_key(c, key, json_incref(v), NULL);
+			last = key;
+		}
+		/* The next page starts at the least key after the last (no key
+		 * holds a NUL, so that is last + "\x01"); keys recorded gone
+		 * meanwhile are before it. */
+		free(from);
+		from = NULL;
+		if (rc == 0 && more && asprintf(&from, "%s\x01", last) < 0) {
+			from = NULL;
+			rc = -ENOMEM;
+		}
+		json_decref(known);
+	}
+	free(from);
+	return rc;
+}
+
+/* Every key of s and its state, in the catalogue's order (by name: the
+ * stored keys' order too), then the pinned sources. */
+static int catch_up_now(struct catch_up *c)
+{
+	const struct snapshot *s = c->s;
+	const struct config *cf = snapshot_config(s);
+	char key[4200], first[4200];
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < s->catalog->n; i += CATCH_UP_CHUNK) {
+		size_t end = i + CATCH_UP_CHUNK < s->catalog->n ? i + CATCH_UP_CHUNK : s->catalog->n;
+		json_t *known = NULL;
+		if (entry_key(first, sizeof first, s->catalog->entries[i].skill->name) < 0 ||
+		    entry_key(key, sizeof key, s->catalog->entries[end - 1].skill->name) < 0)
+			rc = -ENAMETOOLONG; /* (names are 64 bytes at most) */
+		else
+			rc = store_audit_state_range(c->a->store, first, key, 0, &known, c->err);
+		for (size_t k = i; rc == 0 && k < end; k++) {
+			const struct catalog_entry *e = &s->catalog->entries[k];
+			if (entry_key(key, sizeof key, e->skill->name) < 0)
+				continue;
+			json_t *now = skill_state(cf, e);
+			rc = now ? catch_up_key(c, key, json_incref(json_object_get(known, key)), now)
+				 : -ENOMEM;
+		}
+		json_decref(known);
+	}
+	for (size_t i = 0; rc == 0 && i < s->catalog->npins && i < cf->nsources; i++) {
+		const struct source_pin *p = s->catalog->pins[i];
+		if (!p || snprintf(key, sizeof key, "source:%s", cf->sources[i].path) >= (int)sizeof key)
+			continue;
+		json_t *known = NULL, *now = pin_state(p);
+		rc = now ? store_audit_state_range(c->a->store, key, key, 1, &known, c->err) : -ENOMEM;
+		if (rc == 0)
+			rc = catch_up_key(c, key, json_incref(json_object_get(known, key)), now);
+		else
+			json_decref(now);
+		json_decref(known);
+	}
+	return rc;
+}
+
+/* Records what changed since the trail last saw the catalogue: the keys
+ * gone first, then each key now (audit_diff), a chunk at a time. */
 static int catch_up(struct audit *a, const struct snapshot *s, char **err)
 {
-	json_t *known = NULL, *now = full_state(s), *events = json_array(), *states = json_object();
-	int rc = now && events && states ? store_audit_state(a->store, &known, err) : -ENOMEM;
-	const char *key;
-	json_t *v;
-	/* Keys gone first, then each key now, in the state's order. */
-	json_object_foreach(known, key, v) {
-		if (rc == 0 && !json_object_get(now, key))
-			rc = diff_key(key, json_incref(v), NULL, events, states) < 0 ? -ENOMEM : 0;
-	}
-	json_object_foreach(now, key, v) {
-		if (rc == 0)
-			rc = diff_key(key, json_incref(json_object_get(known, key)), json_incref(v),
-				      events, states) < 0 ? -ENOMEM : 0;
-	}
+	struct catch_up c = { a, s, json_array(), json_object(), err };
+	int rc = c.events && c.states ? catch_up_gone(&c) : -ENOMEM;
 	if (rc == 0)
-		rc = store_audit_record(a->store, events, states, keep_of(s), err);
+		rc = catch_up_now(&c);
 	if (rc == 0)
-		remember_matches(a, s, states);
-	json_decref(known);
-	json_decref(now);
-	json_decref(events);
-	json_decref(states);
+		rc = catch_up_flush(&c, true);
+	json_decref(c.events);
+	json_decref(c.states);
 	return rc;
 }
 

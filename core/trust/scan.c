@@ -218,13 +218,45 @@ static int read_file(struct walk *w, struct scan_file *f, const struct skill_sca
 	return rc;
 }
 
-static void files_free(struct scan_file *v, size_t n)
+/* Frees the files v (n of them); their paths too unless packed (they
+ * are then in v's block: files_pack). */
+static void files_free(struct scan_file *v, size_t n, bool packed)
 {
 	for (size_t i = 0; i < n; i++) {
-		free(v[i].path);
+		if (!packed)
+			free(v[i].path);
 		free(v[i].findings);
 	}
 	free(v);
+}
+
+/* The n files v (taken) as a scan keeps them, as long as its skill: in
+ * one block with their paths, with no room beyond them (growing, a skill
+ * of two files held 16 places, 2 KiB; and each path was a block of its
+ * own). NULL on ENOMEM (v left as it was) or when n is 0 (v freed). */
+static struct scan_file *files_pack(struct scan_file *v, size_t n)
+{
+	if (!n) {
+		free(v);
+		return NULL;
+	}
+	size_t bytes = n * sizeof *v;
+	for (size_t i = 0; i < n; i++)
+		bytes += strlen(v[i].path) + 1;
+	struct scan_file *p = malloc(bytes);
+	if (!p)
+		return NULL;
+	memcpy(p, v, n * sizeof *v);
+	char *at = (char *)(p + n);
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(v[i].path) + 1;
+		memcpy(at, v[i].path, len);
+		free(v[i].path);
+		p[i].path = at;
+		at += len;
+	}
+	free(v);
+	return p;
 }
 
 struct skill_scan *scan_dir(const char *dir, const struct skill_scan *prev,
@@ -250,14 +282,14 @@ struct skill_scan *scan_dir(const char *dir, const struct skill_scan *prev,
 	}
 	if (w.n > 1)
 		qsort(w.files, w.n, sizeof *w.files, cmp_file);
-	/* Kept as long as the skill: no room beyond its files (a skill of
-	 * two files would hold 16 places, 2 KiB, for the life of the mount). */
-	if (w.n && w.n < w.cap) {
-		struct scan_file *fit = realloc(w.files, w.n * sizeof *fit);
-		if (fit)
-			w.files = fit;
+	struct scan_file *packed = w.oom ? NULL : files_pack(w.files, w.n);
+	if (w.oom || (!packed && w.n)) {
+		files_free(w.files, w.n, false);
+		buf_free(&w.error);
+		scan_unref(s);
+		return NULL;
 	}
-	s->files = w.files;
+	s->files = packed;
 	s->n = w.n;
 	w.files = NULL;
 	struct fp_line *lines = NULL;
@@ -295,7 +327,7 @@ void scan_unref(struct skill_scan *s)
 {
 	if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
-	files_free(s->files, s->n);
+	files_free(s->files, s->n, true);
 	free(s->error);
 	free(s);
 }

@@ -1,9 +1,11 @@
 /* libFuzzer target: the SKILL.md parser (core/skill.c). Any bytes are a
- * SKILL.md: skill_parse must not crash or leak, and what it parsed must
- * render as skill.json. */
+ * SKILL.md: skill_parse must not crash or leak, what it parsed must
+ * render as skill.json, and its text must read back as the bytes given. */
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <jansson.h>
 
@@ -25,6 +27,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 		free(text);
 		json_decref(j);
+		/* Its text is the bytes given, and its body body_len bytes. */
+		char *raw = NULL, *body = NULL;
+		size_t raw_len = 0, body_len = 0;
+		int rr = skill_read_text(s, SKILL_TEXT_RAW, &raw, &raw_len);
+		int rb = skill_read_text(s, SKILL_TEXT_BODY, &body, &body_len);
+		if ((rr == 0 && (raw_len != size || (size && memcmp(raw, data, size) != 0))) ||
+		    (rr < 0 && rr != -ENOMEM && (rr != -ENODATA || s->text_read)) ||
+		    (rb == 0 && body_len != s->body_len) || (rb < 0 && rb != -ENOMEM))
+			abort();
+		free(raw);
+		free(body);
 		char *q = skill_quote(s->name);
 		free(q);
 		(void)skill_name_unusable(s->name);
