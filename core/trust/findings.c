@@ -4,6 +4,7 @@
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "grow.h"
@@ -31,9 +32,76 @@ static const struct rule_def rules[] = {
 };
 #define NRULES (sizeof rules / sizeof *rules)
 
+/* Every needle of every entry, by its first two bytes: a file is read
+ * once for all of them (findings_scan) rather than once per needle. */
+#define NEEDLES_MAX 128
+struct needle {
+	const char *s;
+	size_t n;
+	unsigned rule;
+};
+
 struct findings_rules {
 	regex_t re[NRULES];
+	struct needle needles[NEEDLES_MAX]; /* sorted by their first two bytes */
+	size_t nneedles;
+	bool short_needle[NRULES];          /* holds a needle of one byte */
+	/* per first two bytes: 1 + the index of its first needle; 0: none */
+	uint16_t first[65536];
 };
+
+static unsigned pair_of(const char *p)
+{
+	return (unsigned)(unsigned char)p[0] << 8 | (unsigned char)p[1];
+}
+
+static int cmp_needle(const void *a, const void *b)
+{
+	unsigned x = pair_of(((const struct needle *)a)->s);
+	unsigned y = pair_of(((const struct needle *)b)->s);
+	return x < y ? -1 : x > y;
+}
+
+/* Indexes the needles of every entry (r->needles, r->first). -1 when the
+ * table holds more than NEEDLES_MAX. */
+static int index_needles(struct findings_rules *r)
+{
+	for (size_t i = 0; i < NRULES; i++) {
+		for (const char *p = rules[i].needles; *p;) {
+			const char *comma = strchr(p, ',');
+			size_t n = comma ? (size_t)(comma - p) : strlen(p);
+			if (n == 1)
+				r->short_needle[i] = true;
+			else if (n && r->nneedles == NEEDLES_MAX)
+				return -1;
+			else if (n)
+				r->needles[r->nneedles++] = (struct needle){ p, n, (unsigned)i };
+			p += n + (comma ? 1 : 0);
+		}
+	}
+	qsort(r->needles, r->nneedles, sizeof *r->needles, cmp_needle);
+	for (size_t k = r->nneedles; k-- > 0;)
+		r->first[pair_of(r->needles[k].s)] = (uint16_t)(k + 1);
+	return 0;
+}
+
+/* Marks live[i] for each entry with a needle somewhere in lower (len
+ * bytes), in one pass over it. */
+static void find_needles(const struct findings_rules *r, const char *lower, size_t len,
+			 bool *live)
+{
+	for (size_t i = 0; i + 1 < len; i++) {
+		unsigned k = r->first[pair_of(lower + i)];
+		if (!k)
+			continue;
+		unsigned pair = pair_of(lower + i);
+		for (size_t j = k - 1; j < r->nneedles && pair_of(r->needles[j].s) == pair; j++) {
+			const struct needle *nd = &r->needles[j];
+			if (!live[nd->rule] && nd->n <= len - i && memcmp(lower + i, nd->s, nd->n) == 0)
+				live[nd->rule] = true;
+		}
+	}
+}
 
 size_t findings_rule_count(void)
 {
@@ -66,6 +134,11 @@ struct findings_rules *findings_rules_new(char **err)
 	struct findings_rules *r = calloc(1, sizeof *r);
 	if (!r)
 		return NULL;
+	if (index_needles(r) < 0) {
+		*err = strdup("injection_patterns.def holds more needles than the index takes");
+		free(r);
+		return NULL;
+	}
 	for (size_t i = 0; i < NRULES; i++) {
 		int rc = regcomp(&r->re[i], rules[i].pattern,
 				 REG_EXTENDED | REG_NOSUB | rules[i].flags);
@@ -126,7 +199,15 @@ static int add(struct sink *s, unsigned line, unsigned rule)
  * first byte, then a compare; quicker than memmem on lines this short. */
 static bool holds(const char *hay, size_t len, const char *needle, size_t n)
 {
-	return memmem(hay, len, needle, n) != NULL;
+	for (const char *p = hay, *end = hay + len; (size_t)(end - p) >= n;) {
+		p = memchr(p, needle[0], (size_t)(end - p) - n + 1);
+		if (!p)
+			return false;
+		if (memcmp(p, needle, n) == 0)
+			return true;
+		p++;
+	}
+	return false;
 }
 
 static bool may_match(const struct rule_def *d, const char *lower, size_t len)
@@ -223,13 +304,15 @@ int findings_scan(const struct findings_rules *r, const char *text, size_t len,
 	/* Each needle is looked for once in the whole file, not on every
 	 * line: most files hold none. (A comment's text is matched with its
 	 * lines joined: its entries are always live.) */
-	bool live[NRULES], any = false;
+	bool live[NRULES] = { false }, any = false;
 	if (!lowered(&low, &lcap, text, len)) {
 		rc = -1;
 	} else {
+		find_needles(r, low, len, live);
 		for (size_t i = 0; i < NRULES; i++)
-			any |= live[i] = !*rules[i].needles || rules[i].where == COMMENT ||
-					 may_match(&rules[i], low, len);
+			any |= live[i] = live[i] || !*rules[i].needles ||
+					 rules[i].where == COMMENT ||
+					 (r->short_needle[i] && may_match(&rules[i], low, len));
 	}
 	if (!any)
 		at = len; /* nothing to match */
