@@ -522,13 +522,24 @@ static bool entry_renamed(const struct catalog_entry *e)
 	return strcmp(slash ? slash + 1 : d, e->skill->name) != 0;
 }
 
-/* Lists the entries named otherwise than their directory (cat->renamed). */
-static int note_renamed(struct catalog *cat)
+/* Lists the entries named otherwise than their directory (cat->renamed):
+ * for an update of prev (from: the prev index of each entry, SIZE_MAX for
+ * one loaded again), prev's that stay are taken from prev's list, and only
+ * the new ones looked at; with no prev, every entry is. */
+static int list_renamed(struct catalog *cat, const struct catalog *prev, const size_t *from)
 {
-	size_t cap = 0;
+	size_t cap = 0, r = 0;
 	cat->nrenamed = 0;
 	for (size_t i = 0; i < cat->n; i++) {
-		if (!entry_renamed(&cat->entries[i]))
+		bool kept = prev && from[i] != SIZE_MAX, was = false;
+		/* from ascends over the entries that stay: follow prev's list */
+		while (kept && r < prev->nrenamed && prev->renamed[r] < from[i])
+			r++;
+		if (kept)
+			was = r < prev->nrenamed && prev->renamed[r] == from[i];
+		else
+			was = entry_renamed(&cat->entries[i]);
+		if (!was)
 			continue;
 		size_t *p = grow(cat->renamed, &cap, cat->nrenamed, sizeof *p, 16);
 		if (!p)
@@ -726,7 +737,7 @@ struct catalog *catalog_build_with(const struct config *c, const struct catalog 
 	free(ri.by_dir);
 	ri.by_dir = NULL;
 
-	if (resolve_all_refs(cat) < 0 || note_renamed(cat) < 0)
+	if (resolve_all_refs(cat) < 0 || list_renamed(cat, NULL, NULL) < 0)
 		goto fail;
 	strlist_sort(&cat->shadowed);
 	cat->config = c;
@@ -930,28 +941,6 @@ static bool refs_differ(const struct catalog *cat, const struct catalog_entry *e
 	return false;
 }
 
-/* cat->renamed for an update of prev (from: the prev index of each entry,
- * SIZE_MAX for one loaded again): prev's that stay, and the new ones. */
-static int carry_renamed(struct catalog *cat, const struct catalog *prev, const size_t *from)
-{
-	size_t cap = 0, r = 0;
-	cat->nrenamed = 0;
-	for (size_t i = 0; i < cat->n; i++) {
-		/* from ascends over the entries that stay: follow prev's list */
-		while (r < prev->nrenamed && from[i] != SIZE_MAX && prev->renamed[r] < from[i])
-			r++;
-		bool was = from[i] != SIZE_MAX && r < prev->nrenamed && prev->renamed[r] == from[i];
-		if (!(was || (from[i] == SIZE_MAX && entry_renamed(&cat->entries[i]))))
-			continue;
-		size_t *p = grow(cat->renamed, &cap, cat->nrenamed, sizeof *p, 16);
-		if (!p)
-			return -1;
-		cat->renamed = p;
-		cat->renamed[cat->nrenamed++] = i;
-	}
-	return 0;
-}
-
 struct catalog *catalog_update(const struct config *c, const struct catalog *prev,
 			       const struct skill_limits *lim, const struct strlist *dirty,
 			       const struct pin_history *hist)
@@ -1086,7 +1075,7 @@ struct catalog *catalog_update(const struct config *c, const struct catalog *pre
 			goto fail;
 		}
 	}
-	if (resolve_all_refs(cat) < 0 || carry_renamed(cat, prev, from) < 0 ||
+	if (resolve_all_refs(cat) < 0 || list_renamed(cat, prev, from) < 0 ||
 	    strlist_extend(&cat->warnings, &prev->warnings) < 0 ||
 	    strlist_extend(&cat->shadowed, &prev->shadowed) < 0 ||
 	    strlist_extend(&cat->dup_names, &prev->dup_names) < 0)

@@ -205,6 +205,24 @@ static int pin_changes(const struct snapshot *old, const struct snapshot *now, j
 	return rc;
 }
 
+/* The events and states for the skill whose entry was x (in config ca;
+ * NULL: it came) and is y (in cb; NULL: it went). 0 or -1 (ENOMEM). */
+static int diff_entry(const struct config *ca, const struct catalog_entry *x,
+		      const struct config *cb, const struct catalog_entry *y, json_t *events,
+		      json_t *states)
+{
+	char key[128];
+	if (entry_key(key, sizeof key, x ? x->skill->name : y->skill->name) < 0)
+		return 0;
+	json_t *was = x ? skill_state(ca, x) : NULL, *is = y ? skill_state(cb, y) : NULL;
+	if ((x && !was) || (y && !is)) {
+		json_decref(was);
+		json_decref(is);
+		return -1;
+	}
+	return diff_key(key, was, is, events, states);
+}
+
 int audit_changes(const struct snapshot *old, const struct snapshot *now, json_t *events,
 		  json_t *states)
 {
@@ -213,23 +231,14 @@ int audit_changes(const struct snapshot *old, const struct snapshot *now, json_t
 	int rc = config_events(old, now, events);
 	if (rc == 0)
 		rc = pin_changes(old, now, events, states);
-	char key[128];
 	size_t i = 0, k = 0;
 	/* An update of a's catalogue: only the skills it names can differ. */
 	bool delta = b->delta.base == a && ca == cb;
 	for (size_t d = 0; delta && rc == 0 && d < b->delta.names.n; d++) {
 		const char *name = b->delta.names.items[d];
 		const struct catalog_entry *x = catalog_find(a, name), *y = catalog_find(b, name);
-		if ((x && y && x->skill == y->skill && x->scan == y->scan && x->source == y->source) ||
-		    entry_key(key, sizeof key, name) < 0)
-			continue;
-		json_t *was = x ? skill_state(ca, x) : NULL, *is = y ? skill_state(cb, y) : NULL;
-		if ((x && !was) || (y && !is)) {
-			json_decref(was);
-			json_decref(is);
-			return -1;
-		}
-		rc = diff_key(key, was, is, events, states);
+		if (!(x && y && x->skill == y->skill && x->scan == y->scan && x->source == y->source))
+			rc = diff_entry(ca, x, cb, y, events, states);
 	}
 	while (!delta && rc == 0 && (i < a->n || k < b->n)) {
 		const struct catalog_entry *x = i < a->n ? &a->entries[i] : NULL;
@@ -249,16 +258,7 @@ int audit_changes(const struct snapshot *old, const struct snapshot *now, json_t
 			k++;
 			x = NULL;
 		}
-		const char *name = x ? x->skill->name : y->skill->name;
-		if (entry_key(key, sizeof key, name) < 0)
-			continue;
-		json_t *was = x ? skill_state(ca, x) : NULL, *is = y ? skill_state(cb, y) : NULL;
-		if ((x && !was) || (y && !is)) {
-			json_decref(was);
-			json_decref(is);
-			return -1;
-		}
-		rc = diff_key(key, was, is, events, states);
+		rc = diff_entry(ca, x, cb, y, events, states);
 	}
 	return rc;
 }
