@@ -374,7 +374,8 @@ static int scan_source(struct build *b, size_t source)
 			listed[nlisted++].type = de->d_type;
 		}
 		closedir(d);
-		qsort(listed, nlisted, sizeof *listed, cmp_typed_name);
+		if (nlisted > 1)
+			qsort(listed, nlisted, sizeof *listed, cmp_typed_name);
 		if (rc == 0 && nlisted && !(types = malloc(nlisted)))
 			rc = -1;
 		for (size_t i = 0; i < nlisted; i++) {
