@@ -92,11 +92,6 @@ static int cmp_entry_dir(const void *a, const void *b)
 	return strcmp(entry_dir(x), entry_dir(y));
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* The previous catalogue's entries sorted by directory, for reuse. */
 struct reuse_index {
 	const struct catalog_entry **by_dir;
@@ -125,8 +120,7 @@ static const struct catalog_entry *reuse_entry(const struct reuse_index *ri, con
 static struct skill *reuse_lookup(const struct catalog_entry *pe, const char *dir,
 				  const struct stat *st, const struct strlist *dirty)
 {
-	if (!pe || (dirty && dirty->n &&
-		    bsearch(&dir, dirty->items, dirty->n, sizeof(char *), cmp_str)))
+	if (!pe || (dirty && strlist_sorted_has(dirty, dir)))
 		return NULL;
 	struct skill *s = pe->loaded ? pe->loaded : pe->skill;
 	return skill_same_file(s, st) ? skill_ref(s) : NULL;
@@ -837,12 +831,6 @@ struct change {
 	                                    no skill */
 };
 
-/* Whether sorted list l holds s. */
-static bool sorted_has(const struct strlist *l, const char *s)
-{
-	return l->n && bsearch(&s, l->items, l->n, sizeof(char *), cmp_str);
-}
-
 /* prev's entry whose skill lies in dir, or NULL: the one named as the
  * directory, else one of the few named otherwise. */
 static const struct catalog_entry *entry_in(const struct catalog *prev, const char *dir)
@@ -858,8 +846,8 @@ static const struct catalog_entry *entry_in(const struct catalog *prev, const ch
 }
 
 /* The skill directories dirty touches, each once (sorted: dirty is), into
- * dirs, and the index of the source of each into *sources; -1 with errno EAGAIN when one lies where catalog_update cannot
- * follow it, ENOMEM. */
+ * dirs, and the index of the source of each into *sources. -1 with errno
+ * EAGAIN when one lies where catalog_update cannot follow it, or ENOMEM. */
 static int changed_dirs(const struct config *c, const struct strlist *dirty,
 			struct strlist *dirs, size_t **sources)
 {
@@ -905,7 +893,7 @@ static int changed_dirs(const struct config *c, const struct strlist *dirty,
 
 static int cmp_change_name(const void *a, const void *b)
 {
-	const struct change *x = a, *y = b;
+	const struct change *x = *(struct change *const *)a, *y = *(struct change *const *)b;
 	return strcmp(x->now.skill->name, y->now.skill->name);
 }
 
@@ -982,8 +970,8 @@ struct catalog *catalog_update(const struct config *c, const struct catalog *pre
 		x->dir = dirs.items[i];
 		x->source = sources[i];
 		x->was = entry_in(prev, x->dir);
-		if (sorted_has(&prev->shadowed, x->dir) ||
-		    (x->was && sorted_has(&prev->dup_names, x->was->skill->name))) {
+		if (strlist_sorted_has(&prev->shadowed, x->dir) ||
+		    (x->was && strlist_sorted_has(&prev->dup_names, x->was->skill->name))) {
 			err = EAGAIN; /* a duplicate name: the full build settles it */
 			goto fail;
 		}
@@ -999,7 +987,7 @@ struct catalog *catalog_update(const struct config *c, const struct catalog *pre
 			continue;
 		nadd++;
 		if (skill_name_unusable(x->now.skill->name) ||
-		    sorted_has(&prev->dup_names, x->now.skill->name)) {
+		    strlist_sorted_has(&prev->dup_names, x->now.skill->name)) {
 			err = EAGAIN; /* its warning is the full build's */
 			goto fail;
 		}
@@ -1021,13 +1009,8 @@ struct catalog *catalog_update(const struct config *c, const struct catalog *pre
 	for (size_t i = 0; i < nch; i++)
 		if (ch[i].now.skill)
 			add[na++] = &ch[i];
-	for (size_t i = 1; i < na; i++) { /* few: insertion sort */
-		struct change *t = add[i];
-		size_t k = i;
-		for (; k > 0 && cmp_change_name(add[k - 1], t) > 0; k--)
-			add[k] = add[k - 1];
-		add[k] = t;
-	}
+	if (na > 1)
+		qsort(add, na, sizeof *add, cmp_change_name);
 	size_t nkept = 0;
 	for (size_t i = 0; i < prev->n; i++)
 		nkept += !gone[i];
@@ -1103,15 +1086,7 @@ struct catalog *catalog_update(const struct config *c, const struct catalog *pre
 	}
 	for (size_t i = 0; i < nch && !cat->delta.names_changed; i++)
 		cat->delta.names_changed = ch[i].was && catalog_index(cat, ch[i].was->skill->name) < 0;
-	strlist_sort(&cat->delta.names);
-	size_t u = 0;
-	for (size_t i = 0; i < cat->delta.names.n; i++) {
-		if (u && strcmp(cat->delta.names.items[u - 1], cat->delta.names.items[i]) == 0)
-			free(cat->delta.names.items[i]);
-		else
-			cat->delta.names.items[u++] = cat->delta.names.items[i];
-	}
-	cat->delta.names.n = u;
+	strlist_sort_unique(&cat->delta.names);
 	cat->delta.base = prev;
 	cat->config = c;
 	cat->updatable = true;

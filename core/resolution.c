@@ -26,30 +26,20 @@ struct resolution *resolution_ref(struct resolution *r)
 	return r;
 }
 
-static int cmp_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static bool named_in(const struct strlist *names, const char *name)
-{
-	return bsearch(&name, names->items, names->n, sizeof(char *), cmp_name) != NULL;
-}
-
 bool resolution_touches(const struct resolution *r, const struct catalog *cat,
 			const struct strlist *names)
 {
 	if (!names->n)
 		return false;
 	for (size_t i = 0; i < r->eff.n; i++) {
-		if (named_in(names, r->eff.items[i].name))
+		if (strlist_sorted_has(names, r->eff.items[i].name))
 			return true;
 		long ci = r->eff.items[i].index;
 		if (ci < 0 || (size_t)ci >= cat->n)
 			continue;
 		const struct catalog_entry *e = &cat->entries[ci];
 		for (size_t k = 0; k < e->nref_subs; k++)
-			if (named_in(names, cat->entries[e->ref_subs[k]].skill->name))
+			if (strlist_sorted_has(names, cat->entries[e->ref_subs[k]].skill->name))
 				return true;
 	}
 	return false;

@@ -92,6 +92,24 @@ void strlist_sort(struct strlist *l)
 		qsort(l->items, l->n, sizeof *l->items, cmp_str);
 }
 
+void strlist_sort_unique(struct strlist *l)
+{
+	strlist_sort(l);
+	size_t u = 0;
+	for (size_t i = 0; i < l->n; i++) {
+		if (u && strcmp(l->items[u - 1], l->items[i]) == 0)
+			free(l->items[i]);
+		else
+			l->items[u++] = l->items[i];
+	}
+	l->n = u;
+}
+
+bool strlist_sorted_has(const struct strlist *l, const char *s)
+{
+	return l->n && bsearch(&s, l->items, l->n, sizeof *l->items, cmp_str);
+}
+
 json_t *strlist_to_json(const struct strlist *l)
 {
 	json_t *a = json_array();

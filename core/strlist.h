@@ -31,15 +31,19 @@ int strlist_extend(struct strlist *l, const struct strlist *src);
 void strlist_fit(struct strlist *l);
 /* Sorts the list bytewise (strcmp order). */
 void strlist_sort(struct strlist *l);
+/* Sorts the list (strlist_sort) and drops repeated items. */
+void strlist_sort_unique(struct strlist *l);
+/* True when s is in l, a list sorted by strlist_sort. O(log n). */
+bool strlist_sorted_has(const struct strlist *l, const char *s);
 /* The list as a JSON array of strings (a new reference), or NULL when out
  * of memory or an item is not valid UTF-8. */
 json_t *strlist_to_json(const struct strlist *l);
-/* Frees every item and the array; leaves l empty and reusable. */
 /* Removes the first item equal to s (a no-op when there is none). */
 void strlist_remove(struct strlist *l, const char *s);
 /* A NULL-terminated array of the items (borrowed; free the array only), as
  * argv and envp want, or NULL on ENOMEM. */
 const char **strlist_to_argv(const struct strlist *l);
+/* Frees every item and the array; leaves l empty and reusable. */
 void strlist_free(struct strlist *l);
 
 #endif
