@@ -1188,39 +1188,42 @@ static bool entry_changed(const struct catalog_entry *a, const struct catalog_en
 	       !strlist_equal(&a->warnings, &b->warnings);
 }
 
-static bool catalog_names_changed(const struct catalog *a, const struct catalog *b)
+/* Into names (sorted), each skill whose catalogue entry differs between
+ * old and now, and whether a name came or went: an update's delta as it
+ * is, else both catalogues walked side by side (each sorted by name).
+ * Returns 0 or -1 (ENOMEM). */
+static int changed_skills(const struct snapshot *old, const struct snapshot *now,
+			  struct strlist *names, bool *names_changed)
 {
-	if (a->n != b->n)
-		return true;
-	for (size_t i = 0; i < a->n; i++)
-		if (strcmp(a->entries[i].skill->name, b->entries[i].skill->name) != 0)
-			return true;
-	return false;
+	const struct catalog *a = old->catalog, *b = now->catalog;
+	if (b->delta.base == a) {
+		*names_changed = b->delta.names_changed;
+		return strlist_extend(names, &b->delta.names);
+	}
+	*names_changed = false;
+	for (size_t i = 0, k = 0; i < a->n || k < b->n;) {
+		const struct catalog_entry *x = i < a->n ? &a->entries[i] : NULL;
+		const struct catalog_entry *y = k < b->n ? &b->entries[k] : NULL;
+		int c = !x ? 1 : !y ? -1 : strcmp(x->skill->name, y->skill->name);
+		i += c <= 0;
+		k += c >= 0;
+		*names_changed |= c != 0;
+		if ((c != 0 || entry_changed(x, y)) &&
+		    strlist_add(names, c <= 0 ? x->skill->name : y->skill->name) < 0)
+			return -1;
+	}
+	return 0;
 }
 
-static int cmp_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Whether the catalogue entry of the skill named name[0..len) differs
- * between old and now: when now's catalogue is an update of old's, as
- * its delta says. */
-static bool skill_changed(const struct snapshot *old, const struct snapshot *now,
-			  const char *name, size_t len)
+/* Whether the skill named name[0..len) is in names (changed_skills). */
+static bool skill_changed(const struct strlist *names, const char *name, size_t len)
 {
 	char nm[256];
 	if (len >= sizeof nm)
 		return false;
 	memcpy(nm, name, len);
 	nm[len] = '\0';
-	const struct catalog_delta *d = &now->catalog->delta;
-	if (d->base == old->catalog) {
-		const char *key = nm;
-		return d->names.n &&
-		       bsearch(&key, d->names.items, d->names.n, sizeof(char *), cmp_name);
-	}
-	return entry_changed(catalog_find(old->catalog, nm), catalog_find(now->catalog, nm));
+	return strlist_sorted_has(names, nm);
 }
 
 static void invalidate(struct mount *m, const struct node_ref *r)
@@ -1257,52 +1260,35 @@ static void log_change(const struct snapshot *old, const struct snapshot *now)
 }
 
 /* Invalidates what the kernel knows of the paths below path (depth
- * levels down) for which hit says so (NULL: all of them). */
+ * levels down) for which hit says so (NULL: all of them), in
+ * O(what is below path). */
 static void invalidate_below(struct mount *m, const char *path, unsigned depth,
-			     bool (*hit)(const char *path, const struct snapshot *old,
-					 const struct snapshot *now),
-			     const struct snapshot *old, const struct snapshot *now)
+			     bool (*hit)(const char *path, const struct strlist *changed),
+			     const struct strlist *changed)
 {
 	struct node_ref *refs;
 	size_t n;
 	if (nodes_subtree(&m->nodes, path, depth, &refs, &n) < 0)
 		return;
 	for (size_t i = 0; i < n; i++)
-		if (!hit || hit(refs[i].path, old, now))
+		if (!hit || hit(refs[i].path, changed))
 			invalidate(m, &refs[i]);
 	nodes_refs_free(refs, n);
 }
 
-/* Under configs/: a skill's gate directory follows that skill; every
- * other file follows any change (the catalogue's warnings, the
- * resolutions). */
-static bool configs_hit(const char *p, const struct snapshot *old, const struct snapshot *now)
+/* Under configs/, when skills changed: a skill's gate directory follows
+ * that skill; every other file follows any change (the catalogue's
+ * warnings, the resolutions). */
+static bool configs_hit(const char *p, const struct strlist *changed)
 {
 	const char *name;
 	size_t len;
-	return !view_gate_skill_of(p, &name, &len) || skill_changed(old, now, name, len);
+	return !view_gate_skill_of(p, &name, &len) || skill_changed(changed, name, len);
 }
 
-/* on_change for an update of the catalogue under the same config
- * (catalog_update): what its delta names, found through the nodes below
- * skills/<name> and configs/, in O(what changed and configs/). */
-static void invalidate_changes(struct mount *m, const struct snapshot *old,
-			       const struct snapshot *now, bool names_changed,
-			       bool any_skill_changed)
-{
-	char path[4096];
-	const struct strlist *names = &now->catalog->delta.names;
-	if (names_changed) {
-		fuse_lowlevel_notify_inval_inode(m->se, 1, 0, 0);
-		invalidate_below(m, "skills", 0, NULL, old, now);
-	}
-	for (size_t i = 0; i < names->n; i++)
-		if (snprintf(path, sizeof path, "skills/%s", names->items[i]) < (int)sizeof path)
-			invalidate_below(m, path, UINT_MAX, NULL, old, now);
-	if (any_skill_changed)
-		invalidate_below(m, "configs", UINT_MAX, configs_hit, old, now);
-}
-
+/* After a new snapshot: drops what the kernel caches of what it changed,
+ * found through the nodes below skills/<name> of each changed skill (all
+ * of skills/ when the config changed), tools and configs/. */
 static void on_change(void *ctx, const struct snapshot *old, const struct snapshot *now)
 {
 	struct mount *m = ctx;
@@ -1314,50 +1300,32 @@ static void on_change(void *ctx, const struct snapshot *old, const struct snapsh
 			      (old->config_error == NULL) != (now->config_error == NULL) ||
 			      (old->config_error &&
 			       strcmp(old->config_error, now->config_error) != 0);
-	const struct catalog_delta *delta = &now->catalog->delta;
-	bool update = delta->base == old->catalog;
-	bool names_changed = update ? delta->names_changed
-				    : catalog_names_changed(old->catalog, now->catalog);
+	struct strlist changed = { 0 };
+	bool names_changed;
+	if (changed_skills(old, now, &changed, &names_changed) < 0) {
+		/* out of memory: whatever the kernel holds, it may all be old */
+		strlist_free(&changed);
+		config_changed = names_changed = true;
+	}
 	/* The catalogue-wide warnings show in every configuration's. */
-	bool any_skill_changed = names_changed ||
+	bool any_skill_changed = changed.n ||
 				 !strlist_equal(&old->catalog->warnings, &now->catalog->warnings);
-	struct node_ref *refs;
-	size_t n;
-	/* Which skills changed, decided once per skill name. */
-	any_skill_changed |= update && delta->names.n;
-	if (update && !config_changed) {
-		invalidate_changes(m, old, now, names_changed, any_skill_changed);
-		return;
-	}
-	if (nodes_snapshot(&m->nodes, &refs, &n) < 0)
-		return;
-	for (size_t i = 0; !update && i < now->catalog->n && !any_skill_changed; i++) {
-		const struct catalog_entry *b = &now->catalog->entries[i];
-		any_skill_changed = entry_changed(catalog_find(old->catalog, b->skill->name), b);
-	}
+	char path[4096];
 	if (names_changed || config_changed)
 		fuse_lowlevel_notify_inval_inode(m->se, 1, 0, 0);
-	for (size_t i = 0; i < n; i++) {
-		const char *p = refs[i].path, *name;
-		size_t len;
-		bool hit = false;
-		if (strcmp(p, "skills") == 0) {
-			hit = names_changed;
-		} else if (strcmp(p, "tools") == 0) {
-			hit = config_changed;
-		} else if (view_gate_skill_of(p, &name, &len)) {
-			/* A skill's gate directory follows the config and that
-			 * skill; the gate listing is configs/<cfg>/skills. */
-			hit = config_changed || skill_changed(old, now, name, len);
-		} else if (strncmp(p, "configs", 7) == 0 && (p[7] == '\0' || p[7] == '/')) {
-			hit = config_changed || any_skill_changed;
-		} else if (view_skill_of(p, &name, &len)) {
-			hit = config_changed || skill_changed(old, now, name, len);
-		}
-		if (hit)
-			invalidate(m, &refs[i]);
+	if (names_changed)
+		invalidate_below(m, "skills", 0, NULL, &changed);
+	if (config_changed) {
+		invalidate_below(m, "tools", 0, NULL, &changed);
+		invalidate_below(m, "skills", UINT_MAX, NULL, &changed);
 	}
-	nodes_refs_free(refs, n);
+	for (size_t i = 0; !config_changed && i < changed.n; i++)
+		if (snprintf(path, sizeof path, "skills/%s", changed.items[i]) < (int)sizeof path)
+			invalidate_below(m, path, UINT_MAX, NULL, &changed);
+	if (config_changed || any_skill_changed)
+		invalidate_below(m, "configs", UINT_MAX, config_changed ? NULL : configs_hit,
+				 &changed);
+	strlist_free(&changed);
 }
 
 /* ---- signals and the loop ---- */

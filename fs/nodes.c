@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
+
 static uint64_t hash_str(const char *s)
 {
 	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
@@ -37,7 +39,7 @@ static void link_node(struct nodes *t, struct node *n)
 	t->by_ino[b] = n;
 }
 
-static int grow(struct nodes *t)
+static int grow_buckets(struct nodes *t)
 {
 	size_t old = t->nbuckets;
 	struct node **bp = calloc(old * 2, sizeof *bp), **bi = calloc(old * 2, sizeof *bi);
@@ -186,7 +188,7 @@ uint64_t nodes_lookup(struct nodes *t, uint64_t parent, const char *parent_path,
 		if (strcmp(n->path, path) == 0)
 			break;
 	if (!n) {
-		if (t->count >= t->nbuckets && grow(t) < 0)
+		if (t->count >= t->nbuckets && grow_buckets(t) < 0)
 			goto out;
 		n = new_node(t->next_ino, parent, path);
 		if (!n)
@@ -263,36 +265,6 @@ void nodes_forget(struct nodes *t, uint64_t ino, uint64_t count)
 	pthread_mutex_unlock(&t->lock);
 }
 
-int nodes_snapshot(struct nodes *t, struct node_ref **out, size_t *count)
-{
-	pthread_mutex_lock(&t->lock);
-	struct node_ref *r = calloc(t->count ? t->count : 1, sizeof *r);
-	size_t k = 0;
-	int rc = r ? 0 : -1;
-	for (size_t i = 0; rc == 0 && i < t->nbuckets; i++) {
-		for (struct node *n = t->by_path[i]; n && rc == 0; n = n->next_path) {
-			if (n->ino == 1)
-				continue;
-			r[k].path = strdup(n->path);
-			if (!r[k].path) {
-				rc = -1;
-				break;
-			}
-			r[k].ino = n->ino;
-			r[k].parent = n->parent;
-			k++;
-		}
-	}
-	pthread_mutex_unlock(&t->lock);
-	if (rc < 0) {
-		nodes_refs_free(r, k);
-		return -1;
-	}
-	*out = r;
-	*count = k;
-	return 0;
-}
-
 struct subtree {
 	struct node_ref *r;
 	size_t n, cap;
@@ -300,14 +272,10 @@ struct subtree {
 
 static int subtree_add(struct subtree *st, const struct node *n, unsigned depth)
 {
-	if (st->n == st->cap) {
-		size_t cap = st->cap ? st->cap * 2 : 16;
-		struct node_ref *r = realloc(st->r, cap * sizeof *r);
-		if (!r)
-			return -1;
-		st->r = r;
-		st->cap = cap;
-	}
+	struct node_ref *r = grow(st->r, &st->cap, st->n, sizeof *r, 16);
+	if (!r)
+		return -1;
+	st->r = r;
 	struct node_ref *x = &st->r[st->n];
 	if (!(x->path = strdup(n->path)))
 		return -1;

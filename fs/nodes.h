@@ -30,7 +30,7 @@ struct nodes {
 	uint64_t next_ino;
 };
 
-/* One entry of a snapshot of the table, for sending invalidations without
+/* One node copied out of the table (nodes_subtree), for sending invalidations without
  * holding the lock. */
 struct node_ref {
 	uint64_t ino, parent;
@@ -72,9 +72,6 @@ void nodes_forget(struct nodes *t, uint64_t ino, uint64_t n);
 int nodes_subtree(struct nodes *t, const char *path, unsigned depth, struct node_ref **out,
 		  size_t *n);
 
-/* Copies every node (except the root) out of the table. Caller frees with
- * nodes_refs_free. Returns 0 or -1 on ENOMEM. */
-int nodes_snapshot(struct nodes *t, struct node_ref **out, size_t *n);
 void nodes_refs_free(struct node_ref *r, size_t n);
 
 #endif
