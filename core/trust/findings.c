@@ -91,10 +91,9 @@ static void find_needles(const struct findings_rules *r, const char *lower, size
 			 bool *live)
 {
 	for (size_t i = 0; i + 1 < len; i++) {
-		unsigned k = r->first[pair_of(lower + i)];
+		unsigned pair = pair_of(lower + i), k = r->first[pair];
 		if (!k)
 			continue;
-		unsigned pair = pair_of(lower + i);
 		for (size_t j = k - 1; j < r->nneedles && pair_of(r->needles[j].s) == pair; j++) {
 			const struct needle *nd = &r->needles[j];
 			if (!live[nd->rule] && nd->n <= len - i && memcmp(lower + i, nd->s, nd->n) == 0)
