@@ -151,12 +151,17 @@ static int load_skill_dir(const char *dir, const struct reuse_index *ri,
 		return 0;
 	const struct catalog_entry *pe = ri->n ? reuse_entry(ri, dir) : NULL;
 	struct skill *s = seen && S_ISREG(st.st_mode) ? reuse_lookup(pe, dir, &st, dirty) : NULL;
+	/* SKILL.md is read once: the scan takes the bytes the load parsed. */
+	struct skill_md md = {0};
 	if (s && pe->scan)
 		*scan = scan_ref(pe->scan);
 	else if (!s)
-		s = skill_load(dir, lim);
-	if (s && !*scan)
-		*scan = scan_dir(dir, pe ? pe->scan : NULL, rules);
+		s = skill_load_md(dir, lim, &md);
+	if (s && !*scan) {
+		struct scan_given given = { "SKILL.md", md.st, md.text, md.len };
+		*scan = scan_dir(dir, pe ? pe->scan : NULL, rules, md.have_st ? &given : NULL);
+	}
+	skill_md_free(&md);
 	if (!s || !*scan) {
 		skill_unref(s);
 		return -1;

@@ -1655,9 +1655,10 @@ static int read_all(int fd, size_t hint, size_t max, char **out, size_t *len)
 	return 0;
 }
 
-/* Reads <s->dir>/SKILL.md into s, its front-matter into *fm (parse_text).
- * Returns 0 or OOM. */
-static int load_file(struct skill *s, const struct skill_limits *lim, json_t **fm)
+/* Reads <s->dir>/SKILL.md into s, its front-matter into *fm (parse_text),
+ * and what it read into md (NULL: nothing kept). Returns 0 or OOM. */
+static int load_file(struct skill *s, const struct skill_limits *lim, json_t **fm,
+		     struct skill_md *md)
 {
 	*fm = NULL;
 	char *path = path_join(s->dir, "SKILL.md");
@@ -1666,6 +1667,8 @@ static int load_file(struct skill *s, const struct skill_limits *lim, json_t **f
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		int e = errno;
+		if (md)
+			md->open_errno = e;
 		int r = e == ELOOP ? invalidf(s, "%s is a symbolic link; it is not "
 					      "followed", path)
 		      : e == ENOENT ? invalidf(s, "%s does not exist", path)
@@ -1680,6 +1683,10 @@ static int load_file(struct skill *s, const struct skill_limits *lim, json_t **f
 	if (fstat(fd, &st) < 0) {
 		r = invalidf(s, "cannot stat %s: %s", path, strerror(errno));
 		goto out;
+	}
+	if (md) {
+		md->have_st = true;
+		md->st = st;
 	}
 	s->st_mode = st.st_mode;
 	s->st_dev = st.st_dev;
@@ -1710,6 +1717,11 @@ static int load_file(struct skill *s, const struct skill_limits *lim, json_t **f
 	} else {
 		/* What was read is not kept: skill_read_text reads it again. */
 		r = parse_text(s, raw, len, lim, fm);
+		if (md) {
+			md->text = raw;
+			md->len = len;
+			raw = NULL;
+		}
 	}
 out:
 	free(raw);
@@ -1720,7 +1732,7 @@ out:
 
 static struct skill *load_one(const char *dir, const char *dir_name,
 			      const char *parent, const struct skill_limits *lim,
-			      bool with_subs);
+			      bool with_subs, struct skill_md *md);
 
 /* Whether the directory sub-skill k (loaded after s's earlier subs, in
  * directory-name order) is kept: 1 yes; 0 no, with a warning on s, when its
@@ -1821,7 +1833,7 @@ static int load_subs(struct skill *s, const struct skill_limits *lim)
 	for (size_t i = 0; r == 0 && i < names.n; i++) {
 		char *sub = path_join(path, names.items[i]);
 		struct skill *k = sub ? load_one(sub, names.items[i], s->name, lim,
-						 false) : NULL;
+						 false, NULL) : NULL;
 		free(sub);
 		if (!k)
 			r = OOM;
@@ -1839,7 +1851,7 @@ static int load_subs(struct skill *s, const struct skill_limits *lim)
 
 static struct skill *load_one(const char *dir, const char *dir_name,
 			      const char *parent, const struct skill_limits *lim,
-			      bool with_subs)
+			      bool with_subs, struct skill_md *md)
 {
 	struct skill *s = skill_new(dir_name, dir);
 	if (!s)
@@ -1847,7 +1859,7 @@ static struct skill *load_one(const char *dir, const char *dir_name,
 	json_t *fm = NULL;
 	if (parent && !(s->parent = strdup(parent)))
 		goto oom;
-	if (load_file(s, lim, &fm)) {
+	if (load_file(s, lim, &fm, md)) {
 		json_decref(fm);
 		goto oom;
 	}
@@ -1864,6 +1876,22 @@ oom:
 
 struct skill *skill_load(const char *dir, const struct skill_limits *lim)
 {
+	return skill_load_md(dir, lim, NULL);
+}
+
+void skill_md_free(struct skill_md *md)
+{
+	if (md) {
+		free(md->text);
+		*md = (struct skill_md){0};
+	}
+}
+
+struct skill *skill_load_md(const char *dir, const struct skill_limits *lim,
+			    struct skill_md *md)
+{
+	if (md)
+		*md = (struct skill_md){0};
 	if (!dir || !*dir) {
 		struct skill *s = skill_new("", NULL);
 		if (s && (invalidf(s, "no skill directory given") || finish(s, NULL))) {
@@ -1897,8 +1925,10 @@ struct skill *skill_load(const char *dir, const struct skill_limits *lim)
 		if (real && (slash = strrchr(real, '/')) && slash[1])
 			base = slash + 1;
 	}
-	struct skill *s = load_one(abs, base, NULL, lim, true);
+	struct skill *s = load_one(abs, base, NULL, lim, true, md);
 	free(real);
+	if (!s)
+		skill_md_free(md);
 	buf_free(&b);
 	return s;
 }

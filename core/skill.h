@@ -182,6 +182,27 @@ int skill_frontmatter(const struct skill *s, json_t **out);
  * naming it (and the one kept). Returns NULL only on ENOMEM. */
 struct skill *skill_load(const char *dir, const struct skill_limits *lim);
 
+/* What skill_load_md read of <dir>/SKILL.md, for a caller that reads the
+ * skill's files too (the scan of its findings and digest): the file is
+ * read once at start-up, not twice. */
+struct skill_md {
+	int open_errno; /* why SKILL.md could not be opened, or 0 */
+	bool have_st;   /* st is what fstat said of the file opened */
+	struct stat st;
+	char *text;     /* the bytes parsed (malloc'd, len of them; read
+	                   whole), or NULL: not read */
+	size_t len;
+};
+
+/* skill_load, keeping in *md what it read of the top SKILL.md (md is
+ * zeroed first; free it with skill_md_free). NULL only on ENOMEM (md is
+ * then empty). */
+struct skill *skill_load_md(const char *dir, const struct skill_limits *lim,
+			    struct skill_md *md);
+
+/* Frees what md holds and zeroes it. NULL is ignored. */
+void skill_md_free(struct skill_md *md);
+
 /* True when name obeys the Agent Skills name rules (1-64 of a-z 0-9 -, no
  * leading, trailing or double hyphen). */
 bool skill_name_valid(const char *name);

@@ -167,16 +167,36 @@ static int reuse(struct scan_file *f, const struct skill_scan *prev, const struc
 	return 1;
 }
 
-/* Hashes (and, text, scans) file f. 0, -1 on ENOMEM, 1 when it cannot be
- * read (noted). */
-static int read_file(struct walk *w, struct scan_file *f, const struct skill_scan *prev,
+/* Scans the text (got bytes, the first want of the file, want 0: not
+ * scanned) into f. 0 or -1 on ENOMEM. A file that grew past the limit
+ * while read is hashed whole but not scanned, as one over it. */
+static int scan_text(struct scan_file *f, const char *text, size_t want, size_t got,
 		     const struct findings_rules *rules)
 {
+	if (!want || got != want || !findings_is_text(text, got))
+		return 0;
+	f->scanned = true;
+	return findings_scan(rules, text, got, &f->findings, &f->nfindings, &f->more);
+}
+
+/* Hashes (and, text, scans) file f, from the caller's bytes when given
+ * holds them. 0, -1 on ENOMEM, 1 when it cannot be read (noted). */
+static int read_file(struct walk *w, struct scan_file *f, const struct skill_scan *prev,
+		     const struct findings_rules *rules, const struct scan_given *given)
+{
+	bool have = given && given->text && S_ISREG(given->st.st_mode) &&
+		    given->st.st_size >= 0 && (size_t)given->st.st_size == given->len &&
+		    strcmp(f->path, given->path) == 0;
 	char path[PATH_MAX];
-	snprintf(path, sizeof path, "%s/%s", w->root, f->path);
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	struct stat st;
-	int err = fd < 0 ? errno : fstat(fd, &st) < 0 ? errno : S_ISREG(st.st_mode) ? 0 : EINVAL;
+	int fd = -1, err = 0;
+	if (have) {
+		st = given->st;
+	} else {
+		snprintf(path, sizeof path, "%s/%s", w->root, f->path);
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		err = fd < 0 ? errno : fstat(fd, &st) < 0 ? errno : S_ISREG(st.st_mode) ? 0 : EINVAL;
+	}
 	if (err) {
 		note(w, "cannot read %s: %s", f->path, strerror(err));
 		if (fd >= 0)
@@ -190,10 +210,15 @@ static int read_file(struct walk *w, struct scan_file *f, const struct skill_sca
 	f->ctime = st.st_ctim;
 	int r = reuse(f, prev, &st);
 	if (r != 0) {
-		close(fd);
+		if (fd >= 0)
+			close(fd);
 		return r < 0 ? -1 : 0;
 	}
 	size_t want = st.st_size <= SCAN_TEXT_MAX ? (size_t)st.st_size : 0;
+	if (have) {
+		fp_sha256(given->text, given->len, f->sha);
+		return scan_text(f, given->text, want, given->len, rules);
+	}
 	char *text = malloc(want + 1);
 	size_t got = 0;
 	if (!text) {
@@ -207,13 +232,7 @@ static int read_file(struct walk *w, struct scan_file *f, const struct skill_sca
 		note(w, "cannot read %s: %s", f->path, strerror(-rc));
 		return 1;
 	}
-	rc = 0;
-	/* A file that grew past the limit while read is hashed whole but
-	 * not scanned, as one over it. */
-	if (want && got == want && findings_is_text(text, got)) {
-		f->scanned = true;
-		rc = findings_scan(rules, text, got, &f->findings, &f->nfindings, &f->more);
-	}
+	rc = scan_text(f, text, want, got, rules);
 	free(text);
 	return rc;
 }
@@ -260,7 +279,7 @@ static struct scan_file *files_pack(struct scan_file *v, size_t n)
 }
 
 struct skill_scan *scan_dir(const char *dir, const struct skill_scan *prev,
-			    const struct findings_rules *rules)
+			    const struct findings_rules *rules, const struct scan_given *given)
 {
 	struct walk w = { .root = dir };
 	struct skill_scan *s = calloc(1, sizeof *s);
@@ -270,7 +289,7 @@ struct skill_scan *scan_dir(const char *dir, const struct skill_scan *prev,
 	clock_gettime(CLOCK_REALTIME, &s->made);
 	walk_dir(&w, "", 0);
 	for (size_t i = 0; i < w.n && !w.oom; i++) {
-		int rc = read_file(&w, &w.files[i], prev, rules);
+		int rc = read_file(&w, &w.files[i], prev, rules, given);
 		if (rc < 0) {
 			w.oom = true;
 		} else if (rc > 0) { /* unreadable: not a file of the digest */

@@ -20,6 +20,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -57,12 +58,24 @@ struct skill_scan {
 	struct timespec made;        /* when the walk began (CLOCK_REALTIME) */
 };
 
+/* A file of the directory that the caller has already read whole (a
+ * skill's SKILL.md, read to be parsed): its path relative to the
+ * directory, what fstat said of the descriptor read, and the bytes. */
+struct scan_given {
+	const char *path;
+	struct stat st;
+	const char *text;
+	size_t len;
+};
+
 /* Scans directory dir with the compiled table rules, reusing what prev (a
- * scan of the same directory, or NULL) found for unchanged files. Returns
- * a new scan (refs 1), or NULL on ENOMEM. A file that cannot be read is
+ * scan of the same directory, or NULL) found for unchanged files, and
+ * taking the file given (NULL: none) from the caller's bytes instead of
+ * reading it again, when they are the whole of a regular file. Returns a
+ * new scan (refs 1), or NULL on ENOMEM. A file that cannot be read is
  * left out and named in error. */
 struct skill_scan *scan_dir(const char *dir, const struct skill_scan *prev,
-			    const struct findings_rules *rules);
+			    const struct findings_rules *rules, const struct scan_given *given);
 
 /* Takes a reference and returns s (NULL passes). */
 struct skill_scan *scan_ref(struct skill_scan *s);
