@@ -629,6 +629,20 @@ void engine_set_reload_hook(struct engine *e, engine_reload_fn fn, void *ctx)
 	pthread_mutex_unlock(&e->reload_lock);
 }
 
+void engine_follow_reloads(struct engine *e,
+			   void (*first)(void *ctx, const struct snapshot *now),
+			   engine_reload_fn fn, void *ctx, const struct pin_history *h)
+{
+	pthread_mutex_lock(&e->reload_lock);
+	struct snapshot *now = engine_snapshot(e);
+	first(ctx, now);
+	snapshot_unref(now);
+	e->reload_hook = fn;
+	e->reload_ctx = ctx;
+	e->pin_history = h;
+	pthread_mutex_unlock(&e->reload_lock);
+}
+
 void engine_set_pin_history(struct engine *e, const struct pin_history *h)
 {
 	pthread_mutex_lock(&e->reload_lock);

@@ -154,6 +154,16 @@ typedef void (*engine_reload_fn)(void *ctx, const struct snapshot *old,
 void engine_set_reload_hook(struct engine *e, engine_reload_fn fn, void *ctx);
 
 struct pin_history;
+
+/* Calls first(ctx, now) with the snapshot now current, then sets the
+ * reload hook (fn, ctx) and the pinned sources' history h (pins.h), all
+ * in one hold of the lock that keeps reloads one at a time: every reload
+ * after the snapshot first saw reaches fn, and none waits longer than
+ * first takes. */
+void engine_follow_reloads(struct engine *e,
+			   void (*first)(void *ctx, const struct snapshot *now),
+			   engine_reload_fn fn, void *ctx, const struct pin_history *h);
+
 /* What pinned sources held when they last matched (pins.h), for the
  * warnings of those that do not match, from the next reload on (NULL:
  * none). The engine keeps the pointer: h lives until it is set again or

@@ -2850,8 +2850,9 @@ int runs_attach(struct engine *e, const char *state_path, char **err)
 	free(path);
 	if (!r)
 		return -1;
-	/* The audit trail lives in the same database. */
-	if (!(r->audit = audit_open(e, r->store, err))) {
+	/* The audit trail lives in the same database; what changed while
+	 * unmounted is recorded while the mount already answers. */
+	if (!(r->audit = audit_start(e, r->store, err))) {
 		runs_close(r);
 		return -1;
 	}

@@ -268,6 +268,47 @@ static char *trail_events(struct store *st, size_t first)
 	return s;
 }
 
+/* audit_start catches up on its own thread; a read of the audit file
+ * waits for it (it shows every skill added, not a part), and a reload
+ * right after is recorded after it. */
+static void test_start_catches_up_before_reads(void **state)
+{
+	const char *root = *state;
+	char *skills = test_join(root, "skills"), *db = test_join(root, "state.db");
+	mkdir(skills, 0755);
+	char name[32];
+	for (int i = 0; i < 1300; i++) {
+		snprintf(name, sizeof name, "s%04d", i);
+		put(skills, name, "body");
+	}
+	char *err = NULL;
+	struct engine *e = open_engine(skills);
+	struct store *st = store_open(db, &err);
+	assert_non_null(st);
+	struct audit *a = audit_start(e, st, &err);
+	assert_non_null(a);
+	uint64_t size = 0;
+	struct timespec mt;
+	assert_int_equal(audit_file_size(a, &size, &mt), 0);
+	char *t = trail(st);
+	assert_int_equal(size, strlen(t));
+	size_t lines = 0;
+	for (const char *p = t; (p = strchr(p, '\n')); p++)
+		lines++;
+	assert_int_equal(lines, 1300);
+	free(t);
+	put(skills, "s0005", "edited");
+	assert_int_equal(engine_reload(e, false, NULL), 0);
+	char *got = trail_events(st, 1300);
+	assert_string_equal(got, "skill_changed s0005\n");
+	free(got);
+	audit_close(a);
+	store_close(st);
+	engine_close(e);
+	free(db);
+	free(skills);
+}
+
 /* A catch-up over more skills than it takes at once (it goes through the
  * stored states and the catalogue in parts) records what one pass over
  * everything would: the keys gone first, in key order, then the changes
@@ -356,6 +397,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_trail_catches_up_across_mounts, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_catch_up_in_parts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_start_catches_up_before_reads, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

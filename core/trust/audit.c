@@ -15,12 +15,22 @@
 /* How long a reload's record waits for a database locked elsewhere. */
 #define AUDIT_STORE_WAIT_MS 5000
 
+/* How long a read of the audit file waits for the catch-up at mount. */
+#define AUDIT_CATCH_UP_WAIT_MS 30000
+
 struct audit {
 	struct engine *engine;
 	struct store *store;
 	struct pin_history hist;
-	pthread_mutex_t lock;   /* guards changed */
+	pthread_mutex_t lock;   /* guards changed and caught_up */
 	struct timespec changed;
+	pthread_cond_t caught_up_cond;
+	bool caught_up;         /* the catch-up has ended, recorded or not */
+	pthread_t thread;       /* audit_start's catch-up */
+	bool thread_started;
+	int stop;               /* atomic: audit_close is waiting */
+	int rc;                 /* the catch-up's result, with err */
+	char *err;
 };
 
 /* ---- states and their differences (pure) ---- */
@@ -393,6 +403,10 @@ static int catch_up_gone(struct catch_up *c)
 	char *from = NULL;
 	int rc = 0;
 	for (bool more = true; more && rc == 0;) {
+		if (__atomic_load_n(&c->a->stop, __ATOMIC_ACQUIRE)) {
+			free(from);
+			return -ECANCELED;
+		}
 		json_t *known = NULL;
 		rc = store_audit_state_range(c->a->store, from, NULL, CATCH_UP_CHUNK, &known,
 					     c->err);
@@ -430,6 +444,8 @@ static int catch_up_now(struct catch_up *c)
 	for (size_t i = 0; rc == 0 && i < s->catalog->n; i += CATCH_UP_CHUNK) {
 		size_t end = i + CATCH_UP_CHUNK < s->catalog->n ? i + CATCH_UP_CHUNK : s->catalog->n;
 		json_t *known = NULL;
+		if (__atomic_load_n(&c->a->stop, __ATOMIC_ACQUIRE))
+			return -ECANCELED;
 		if (entry_key(first, sizeof first, s->catalog->entries[i].skill->name) < 0 ||
 		    entry_key(key, sizeof key, s->catalog->entries[end - 1].skill->name) < 0)
 			rc = -ENAMETOOLONG; /* (names are 64 bytes at most) */
@@ -475,7 +491,49 @@ static int catch_up(struct audit *a, const struct snapshot *s, char **err)
 	return rc;
 }
 
-struct audit *audit_open(struct engine *e, struct store *st, char **err)
+/* Under the engine's reload lock (engine_follow_reloads), before the
+ * hooks are set: trims the trail and records what changed since it last
+ * saw the catalogue, into a->rc and a->err. */
+static void catch_up_first(void *ctx, const struct snapshot *now)
+{
+	struct audit *a = ctx;
+	a->rc = store_audit_trim(a->store, keep_of(now), &a->err);
+	if (a->rc == 0)
+		a->rc = catch_up(a, now, &a->err);
+}
+
+/* Catches up and follows the reloads from then on; a pinned source that
+ * does not match says which files differ from the history only now at
+ * hand: one more reload. */
+static void catch_up_and_follow(struct audit *a)
+{
+	engine_follow_reloads(a->engine, catch_up_first, on_reload, a, &a->hist);
+	pthread_mutex_lock(&a->lock);
+	a->caught_up = true;
+	pthread_cond_broadcast(&a->caught_up_cond);
+	pthread_mutex_unlock(&a->lock);
+	if (a->rc < 0 || __atomic_load_n(&a->stop, __ATOMIC_ACQUIRE))
+		return;
+	struct snapshot *s = engine_snapshot(a->engine);
+	bool mismatch = false;
+	for (size_t i = 0; i < s->catalog->npins; i++)
+		mismatch |= s->catalog->pins[i] && !s->catalog->pins[i]->matched;
+	snapshot_unref(s);
+	if (mismatch)
+		engine_reload(a->engine, false, NULL);
+}
+
+static void *catch_up_main(void *arg)
+{
+	struct audit *a = arg;
+	catch_up_and_follow(a);
+	if (a->rc < 0 && a->rc != -ECANCELED)
+		fprintf(stderr, "skillfs: audit: what changed while unmounted is not "
+			"recorded: %s\n", a->err ? a->err : strerror(-a->rc));
+	return NULL;
+}
+
+static struct audit *audit_new(struct engine *e, struct store *st, char **err)
 {
 	*err = NULL;
 	struct audit *a = calloc(1, sizeof *a);
@@ -487,28 +545,48 @@ struct audit *audit_open(struct engine *e, struct store *st, char **err)
 	a->store = st;
 	a->hist = (struct pin_history){ last_match, a, 1 };
 	pthread_mutex_init(&a->lock, NULL);
+	pthread_cond_init(&a->caught_up_cond, NULL);
 	clock_gettime(CLOCK_REALTIME, &a->changed);
-	struct snapshot *s = engine_snapshot(e);
-	int rc = store_audit_trim(st, keep_of(s), err);
-	if (rc == 0)
-		rc = catch_up(a, s, err);
-	bool mismatch = false;
-	for (size_t i = 0; i < s->catalog->npins; i++)
-		mismatch |= s->catalog->pins[i] && !s->catalog->pins[i]->matched;
-	snapshot_unref(s);
-	if (rc < 0) {
-		if (!*err)
-			*err = strdup("out of memory");
-		pthread_mutex_destroy(&a->lock);
-		free(a);
+	return a;
+}
+
+static void audit_free(struct audit *a)
+{
+	engine_set_reload_hook(a->engine, NULL, NULL);
+	engine_set_pin_history(a->engine, NULL);
+	pthread_cond_destroy(&a->caught_up_cond);
+	pthread_mutex_destroy(&a->lock);
+	free(a->err);
+	free(a);
+}
+
+struct audit *audit_open(struct engine *e, struct store *st, char **err)
+{
+	struct audit *a = audit_new(e, st, err);
+	if (!a)
+		return NULL;
+	catch_up_and_follow(a);
+	if (a->rc < 0) {
+		*err = a->err ? a->err : strdup("out of memory");
+		a->err = NULL;
+		audit_free(a);
 		return NULL;
 	}
-	engine_set_pin_history(e, &a->hist);
-	engine_set_reload_hook(e, on_reload, a);
-	/* A pinned source that does not match says which files differ from
-	 * the history only now at hand. */
-	if (mismatch)
-		engine_reload(e, false, NULL);
+	return a;
+}
+
+struct audit *audit_start(struct engine *e, struct store *st, char **err)
+{
+	struct audit *a = audit_new(e, st, err);
+	if (!a)
+		return NULL;
+	if (pthread_create(&a->thread, NULL, catch_up_main, a) != 0) {
+		/* No thread: caught up here, as audit_open. */
+		catch_up_main(a);
+		return a;
+	}
+	pthread_setname_np(a->thread, "skillfs-audit");
+	a->thread_started = true;
 	return a;
 }
 
@@ -516,14 +594,29 @@ void audit_close(struct audit *a)
 {
 	if (!a)
 		return;
-	engine_set_reload_hook(a->engine, NULL, NULL);
-	engine_set_pin_history(a->engine, NULL);
-	pthread_mutex_destroy(&a->lock);
-	free(a);
+	__atomic_store_n(&a->stop, 1, __ATOMIC_RELEASE);
+	if (a->thread_started)
+		pthread_join(a->thread, NULL);
+	audit_free(a);
+}
+
+/* Waits (bounded) for the catch-up at mount: the file shows the trail
+ * with what changed while unmounted, not without. */
+static void wait_caught_up(struct audit *a)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += AUDIT_CATCH_UP_WAIT_MS / 1000;
+	pthread_mutex_lock(&a->lock);
+	while (!a->caught_up &&
+	       pthread_cond_timedwait(&a->caught_up_cond, &a->lock, &until) == 0)
+		;
+	pthread_mutex_unlock(&a->lock);
 }
 
 int audit_file_size(struct audit *a, uint64_t *size, struct timespec *mtime)
 {
+	wait_caught_up(a);
 	int rc = store_audit_size(a->store, size, NULL);
 	pthread_mutex_lock(&a->lock);
 	*mtime = a->changed;
@@ -533,6 +626,7 @@ int audit_file_size(struct audit *a, uint64_t *size, struct timespec *mtime)
 
 ssize_t audit_file_read(struct audit *a, uint64_t off, size_t size, char *dst)
 {
+	wait_caught_up(a);
 	struct buf b = { 0 };
 	int rc = store_audit_read(a->store, off, size, &b, NULL);
 	if (rc < 0) {

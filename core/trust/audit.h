@@ -27,13 +27,21 @@ struct audit;
  * history (engine_set_pin_history). Returns NULL with *err (caller frees). */
 struct audit *audit_open(struct engine *e, struct store *st, char **err);
 
-/* Stops recording (e's hooks cleared, waiting for a reload in progress)
- * and frees a. NULL is ignored. */
+/* audit_open with the catch-up on a thread of its own, so that a mount
+ * answers before it ends (at 50,000 skills it takes about half a second):
+ * reloads wait for it (they are recorded after it, in order), and so do
+ * reads of the audit file (audit_file_size, audit_file_read). A catch-up
+ * that fails is said on stderr; the reloads after it are recorded still.
+ * Returns NULL only on ENOMEM, with *err. */
+struct audit *audit_start(struct engine *e, struct store *st, char **err);
+
+/* Stops recording (e's hooks cleared, waiting for a reload in progress,
+ * and a catch-up cut short) and frees a. NULL is ignored. */
 void audit_close(struct audit *a);
 
 /* The audit file: its size, and up to size of its bytes at off into dst
  * (the count, 0 at its end, or a negative errno); *mtime when it last
- * changed. */
+ * changed. Both wait for audit_start's catch-up (30 s at most). */
 int audit_file_size(struct audit *a, uint64_t *size, struct timespec *mtime);
 ssize_t audit_file_read(struct audit *a, uint64_t off, size_t size, char *dst);
 
