@@ -309,6 +309,49 @@ static void test_start_catches_up_before_reads(void **state)
 	free(skills);
 }
 
+/* audit_close while audit_start's catch-up runs cuts it short between
+ * parts; what it recorded stays, and the next catch-up records the rest:
+ * every skill added once, none twice. */
+static void test_start_cut_short_loses_nothing(void **state)
+{
+	const char *root = *state;
+	char *skills = test_join(root, "skills"), *db = test_join(root, "state.db");
+	mkdir(skills, 0755);
+	char name[32];
+	struct buf want = { 0 };
+	for (int i = 0; i < 3000; i++) {
+		snprintf(name, sizeof name, "s%04d", i);
+		put(skills, name, "body");
+		assert_int_equal(buf_printf(&want, "skill_added %s\n", name), 0);
+	}
+	char *err = NULL;
+	struct engine *e = open_engine(skills);
+	struct store *st = store_open(db, &err);
+	assert_non_null(st);
+	struct audit *a = audit_start(e, st, &err);
+	assert_non_null(a);
+	/* Closed once its first part is recorded (3,000 skills are six). */
+	uint64_t size = 0;
+	for (int i = 0; i < 20000 && size == 0; i++) {
+		assert_int_equal(store_audit_size(st, &size, NULL), 0);
+		if (size == 0)
+			usleep(100);
+	}
+	assert_true(size > 0);
+	audit_close(a);
+	a = audit_open(e, st, &err);
+	assert_non_null(a);
+	char *got = trail_events(st, 0);
+	assert_string_equal(got, want.data);
+	free(got);
+	audit_close(a);
+	store_close(st);
+	engine_close(e);
+	buf_free(&want);
+	free(db);
+	free(skills);
+}
+
 /* A catch-up over more skills than it takes at once (it goes through the
  * stored states and the catalogue in parts) records what one pass over
  * everything would: the keys gone first, in key order, then the changes
@@ -398,6 +441,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_catch_up_in_parts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_start_catches_up_before_reads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_start_cut_short_loses_nothing, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
