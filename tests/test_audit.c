@@ -133,6 +133,19 @@ static struct engine *open_engine(const char *skills)
 	return e;
 }
 
+/* Skills s0000.. s<n-1> in skills, each with body "body"; with want, a
+ * "skill_added <name>" line for each (summary()'s form). */
+static void put_many(const char *skills, int n, struct buf *want)
+{
+	char name[32];
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof name, "s%04d", i);
+		put(skills, name, "body");
+		if (want)
+			assert_int_equal(buf_printf(want, "skill_added %s\n", name), 0);
+	}
+}
+
 /* A reload's events: the one skill edited (its digests), the one added,
  * the one removed; nothing for the skills left alone. */
 static void test_reload_records_only_what_changed(void **state)
@@ -276,11 +289,7 @@ static void test_start_catches_up_before_reads(void **state)
 	const char *root = *state;
 	char *skills = test_join(root, "skills"), *db = test_join(root, "state.db");
 	mkdir(skills, 0755);
-	char name[32];
-	for (int i = 0; i < 1300; i++) {
-		snprintf(name, sizeof name, "s%04d", i);
-		put(skills, name, "body");
-	}
+	put_many(skills, 1300, NULL);
 	char *err = NULL;
 	struct engine *e = open_engine(skills);
 	struct store *st = store_open(db, &err);
@@ -317,13 +326,8 @@ static void test_start_cut_short_loses_nothing(void **state)
 	const char *root = *state;
 	char *skills = test_join(root, "skills"), *db = test_join(root, "state.db");
 	mkdir(skills, 0755);
-	char name[32];
 	struct buf want = { 0 };
-	for (int i = 0; i < 3000; i++) {
-		snprintf(name, sizeof name, "s%04d", i);
-		put(skills, name, "body");
-		assert_int_equal(buf_printf(&want, "skill_added %s\n", name), 0);
-	}
+	put_many(skills, 3000, &want);
 	char *err = NULL;
 	struct engine *e = open_engine(skills);
 	struct store *st = store_open(db, &err);
@@ -364,11 +368,7 @@ static void test_catch_up_in_parts(void **state)
 	mkdir(skills, 0755);
 	char name[32];
 	struct buf want = { 0 };
-	for (int i = 0; i < 1300; i++) {
-		snprintf(name, sizeof name, "s%04d", i);
-		put(skills, name, "body");
-		assert_int_equal(buf_printf(&want, "skill_added %s\n", name), 0);
-	}
+	put_many(skills, 1300, &want);
 	char *err = NULL;
 	struct engine *e = open_engine(skills);
 	struct store *st = store_open(db, &err);
