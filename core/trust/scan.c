@@ -69,80 +69,56 @@ static bool link_inside(struct walk *w, const char *path)
 	       (real[n] == '/' || n == 1) && stat(real, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* Takes one entry (name, type as the directory gives it) of directory
- * rel ("" for the root) into the walk. */
-static void walk_entry(struct walk *w, const char *rel, int depth, const char *name,
-		       unsigned char type);
-
-/* Collects the files below rel ("" for the root). The entries are read
- * with getdents64: opendir would fstat the directory first, a system call
- * a skill at start-up (two directories each) for nothing. */
+/* Collects the files below rel ("" for the root). */
 static void walk_dir(struct walk *w, const char *rel, int depth)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], sub[PATH_MAX];
 	snprintf(path, sizeof path, "%s%s%s", w->root, rel[0] ? "/" : "", rel);
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
+	DIR *d = opendir(path);
+	if (!d) {
 		note(w, "cannot read %s: %s", rel[0] ? rel : ".", strerror(errno));
 		return;
 	}
-	_Alignas(struct dirent64) char buf[8192];
-	while (!w->oom && !w->full) {
-		ssize_t n = getdents64(fd, buf, sizeof buf);
-		if (n < 0 && errno == EINTR)
+	struct dirent *de;
+	while (!w->oom && !w->full && (de = readdir(d))) {
+		const char *name = de->d_name;
+		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
 			continue;
-		if (n < 0)
-			note(w, "cannot read %s: %s", rel[0] ? rel : ".", strerror(errno));
-		if (n <= 0)
-			break;
-		for (ssize_t off = 0; off < n && !w->oom && !w->full;) {
-			const struct dirent64 *de = (const struct dirent64 *)(buf + off);
-			off += de->d_reclen;
-			walk_entry(w, rel, depth, de->d_name, de->d_type);
+		struct stat st;
+		if (snprintf(sub, sizeof sub, "%s%s%s", rel, rel[0] ? "/" : "", name) >=
+			    (int)sizeof sub ||
+		    snprintf(path, sizeof path, "%s/%s", w->root, sub) >= (int)sizeof path) {
+			note(w, "a path too long to read below %s", rel[0] ? rel : ".");
+			continue;
 		}
+		/* The entry's type as the directory gives it, else as lstat
+		 * says (the file's identity is taken when it is read). */
+		if (de->d_type == DT_DIR)
+			st.st_mode = S_IFDIR;
+		else if (de->d_type == DT_REG)
+			st.st_mode = S_IFREG;
+		else if (lstat(path, &st) < 0)
+			continue; /* gone meanwhile: a change that brings a rescan */
+		if (S_ISDIR(st.st_mode)) {
+			if (strcmp(name, ".git") == 0)
+				continue;
+			if (depth + 1 > SCAN_DEPTH_MAX)
+				note(w, "%s: deeper than %d levels, not read", sub, SCAN_DEPTH_MAX);
+			else
+				walk_dir(w, sub, depth + 1);
+			continue;
+		}
+		if (!S_ISREG(st.st_mode) && !(S_ISLNK(st.st_mode) && link_inside(w, path)))
+			continue;
+		if (w->n >= SCAN_FILES_MAX) {
+			note(w, "more than %d files: %s and others not read", SCAN_FILES_MAX, sub);
+			w->full = true;
+			break;
+		}
+		if (add_file(w, sub) < 0)
+			w->oom = true;
 	}
-	close(fd);
-}
-
-static void walk_entry(struct walk *w, const char *rel, int depth, const char *name,
-		       unsigned char type)
-{
-	char path[PATH_MAX], sub[PATH_MAX];
-	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-		return;
-	struct stat st;
-	if (snprintf(sub, sizeof sub, "%s%s%s", rel, rel[0] ? "/" : "", name) >=
-		    (int)sizeof sub ||
-	    snprintf(path, sizeof path, "%s/%s", w->root, sub) >= (int)sizeof path) {
-		note(w, "a path too long to read below %s", rel[0] ? rel : ".");
-		return;
-	}
-	/* The entry's type as the directory gives it, else as lstat says
-	 * (the file's identity is taken when it is read). */
-	if (type == DT_DIR)
-		st.st_mode = S_IFDIR;
-	else if (type == DT_REG)
-		st.st_mode = S_IFREG;
-	else if (lstat(path, &st) < 0)
-		return; /* gone meanwhile: a change that brings a rescan */
-	if (S_ISDIR(st.st_mode)) {
-		if (strcmp(name, ".git") == 0)
-			return;
-		if (depth + 1 > SCAN_DEPTH_MAX)
-			note(w, "%s: deeper than %d levels, not read", sub, SCAN_DEPTH_MAX);
-		else
-			walk_dir(w, sub, depth + 1);
-		return;
-	}
-	if (!S_ISREG(st.st_mode) && !(S_ISLNK(st.st_mode) && link_inside(w, path)))
-		return;
-	if (w->n >= SCAN_FILES_MAX) {
-		note(w, "more than %d files: %s and others not read", SCAN_FILES_MAX, sub);
-		w->full = true;
-		return;
-	}
-	if (add_file(w, sub) < 0)
-		w->oom = true;
+	closedir(d);
 }
 
 static int cmp_file(const void *a, const void *b)
