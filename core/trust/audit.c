@@ -386,6 +386,13 @@ static int catch_up_key(struct catch_up *c, const char *key, json_t *was, json_t
 	return catch_up_flush(c, false);
 }
 
+/* Whether audit_close is waiting: the catch-up stops before its next
+ * part (what it recorded stays; the next catch-up records the rest). */
+static bool cut_short(const struct catch_up *c)
+{
+	return __atomic_load_n(&c->a->stop, __ATOMIC_ACQUIRE);
+}
+
 /* Whether key is one of snapshot s's: a skill of its catalogue, or a
  * pinned source. */
 static bool key_now(const struct snapshot *s, const char *key)
@@ -403,7 +410,7 @@ static int catch_up_gone(struct catch_up *c)
 	char *from = NULL;
 	int rc = 0;
 	for (bool more = true; more && rc == 0;) {
-		if (__atomic_load_n(&c->a->stop, __ATOMIC_ACQUIRE)) {
+		if (cut_short(c)) {
 			free(from);
 			return -ECANCELED;
 		}
@@ -444,7 +451,7 @@ static int catch_up_now(struct catch_up *c)
 	for (size_t i = 0; rc == 0 && i < s->catalog->n; i += CATCH_UP_CHUNK) {
 		size_t end = i + CATCH_UP_CHUNK < s->catalog->n ? i + CATCH_UP_CHUNK : s->catalog->n;
 		json_t *known = NULL;
-		if (__atomic_load_n(&c->a->stop, __ATOMIC_ACQUIRE))
+		if (cut_short(c))
 			return -ECANCELED;
 		if (entry_key(first, sizeof first, s->catalog->entries[i].skill->name) < 0 ||
 		    entry_key(key, sizeof key, s->catalog->entries[end - 1].skill->name) < 0)
