@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,12 @@ static size_t utf8_invalid_at(const unsigned char *p, size_t n)
 {
 	size_t i = 0;
 	while (i < n) {
+		/* ASCII, the bulk of any SKILL.md, eight bytes at a time. */
+		uint64_t w;
+		if (n - i >= 8 && (memcpy(&w, p + i, 8), !(w & 0x8080808080808080ULL))) {
+			i += 8;
+			continue;
+		}
 		unsigned c = p[i], cp, min;
 		size_t k;
 		if (c < 0x80) {
@@ -1416,16 +1423,24 @@ static int lenient_description(struct skill *s, const char *text, size_t len,
 }
 
 /* The digest of a SKILL.md's bytes that skill_read_text checks the file
- * against (64-bit FNV-1a: the file's identity must match too, so it need
- * only catch a change that left the identity as it was). */
+ * against (FNV-1a over 64-bit words, then the bytes left, mixed at the
+ * end: the file's identity and size must match too, so it need only catch
+ * a change that left them as they were). */
 static uint64_t text_hash_of(const char *p, size_t n)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-	for (size_t i = 0; i < n; i++) {
-		h ^= (unsigned char)p[i];
-		h *= 0x100000001b3ULL;
+	const uint64_t prime = 0x100000001b3ULL;
+	uint64_t h = 0xcbf29ce484222325ULL, w;
+	size_t i = 0;
+	for (; n - i >= 8; i += 8) {
+		memcpy(&w, p + i, 8);
+		h = (h ^ w) * prime;
+		h ^= h >> 29;
 	}
-	return h;
+	for (; i < n; i++)
+		h = (h ^ (unsigned char)p[i]) * prime;
+	h ^= h >> 32;
+	h *= 0xff51afd7ed558ccdULL;
+	return h ^ h >> 29;
 }
 
 /* Parses raw (len bytes, any content, not kept) into s; *fm is the

@@ -287,6 +287,23 @@ static void test_D1_invalid_utf8_is_invalid(void **st)
 	skill_unref(s);
 }
 
+/* A bad byte is found wherever it lies in a run of ASCII (read eight
+ * bytes at a time): the error names its byte. */
+static void test_D1_invalid_utf8_found_at_its_byte(void **st)
+{
+	(void)st;
+	for (size_t at = 0; at < 24; at++) {
+		char text[64], want[32];
+		memset(text, 'a', 40);
+		text[at] = (char)0xE9;
+		text[40] = '\0';
+		struct skill *s = parse("x", text);
+		snprintf(want, sizeof want, "line 1, byte %zu)", at);
+		assert_invalid(s, want);
+		skill_unref(s);
+	}
+}
+
 static void test_D1_nul_byte_is_invalid(void **st)
 {
 	(void)st;
@@ -1526,6 +1543,7 @@ int main(void)
 		cmocka_unit_test(test_crlf_file_body_normalised_raw_exact),
 		cmocka_unit_test(test_bom_is_skipped_for_parsing_and_kept_in_raw),
 		cmocka_unit_test(test_D1_invalid_utf8_is_invalid),
+		cmocka_unit_test(test_D1_invalid_utf8_found_at_its_byte),
 		cmocka_unit_test(test_D1_nul_byte_is_invalid),
 		cmocka_unit_test(test_D1_file_over_limit_via_load_is_not_read),
 		cmocka_unit_test(test_D1_frontmatter_over_limit_is_invalid),

@@ -315,13 +315,30 @@ int findings_scan(const struct findings_rules *r, const char *text, size_t len,
 	}
 	if (!any)
 		at = len; /* nothing to match */
+	/* A line shorter than every live entry without needles, when no
+	 * entry with needles is live, can match nothing: most lines are
+	 * passed over here, without copying them. */
+	bool needled = false;
+	size_t shortest = SIZE_MAX;
+	for (size_t i = 0; i < NRULES; i++) {
+		if (!live[i] || rules[i].where != LINE)
+			continue;
+		if (*rules[i].needles)
+			needled = true;
+		else if (rules[i].minlen < shortest)
+			shortest = rules[i].minlen;
+	}
+	if (needled)
+		shortest = 0;
 	/* Each line. */
 	for (size_t i = at; i < len && rc == 0; line++) {
 		const char *nl = memchr(text + i, '\n', len - i);
 		size_t end = nl ? (size_t)(nl - text) : len;
 		size_t e = end > i && text[end - 1] == '\r' ? end - 1 : end;
-		if (!copy_text(&buf, &cap, text + i, e - i, false) ||
-		    !lowered(&low, &lcap, buf, e - i))
+		if (e - i < shortest)
+			; /* nothing can match it */
+		else if (!copy_text(&buf, &cap, text + i, e - i, false) ||
+			 !lowered(&low, &lcap, buf, e - i))
 			rc = -1;
 		else
 			rc = match(r, LINE, live, buf, low, e - i, line, &s);
