@@ -1213,8 +1213,9 @@ static size_t body_copy(char *out, const char *p, size_t n)
 static int set_body(struct skill *s, const char *raw, size_t off, size_t len)
 {
 	size_t crlf = 0;
-	for (size_t i = off; i + 1 < len; i++)
-		crlf += raw[i] == '\r' && raw[i + 1] == '\n';
+	for (const char *p = raw + off, *end = raw + len;
+	     p < end && (p = memchr(p, '\r', (size_t)(end - p))); p++)
+		crlf += p + 1 < end && p[1] == '\n';
 	s->body_off = off;
 	s->body_len = len - off - crlf;
 	return 0;

@@ -246,6 +246,11 @@ static void test_crlf_file_body_normalised_raw_exact(void **st)
 	assert_body(s, "line one\nline two\n");
 	assert_raw(s, text, strlen(text));
 	skill_unref(s);
+	/* A carriage return alone stays, in the body and at its end. */
+	s = parse("cr", "---\nname: cr\ndescription: d\n---\na\rb\r\n\r\rc\r");
+	assert_true(s->valid);
+	assert_body(s, "a\rb\n\r\rc\r");
+	skill_unref(s);
 }
 
 static void test_bom_is_skipped_for_parsing_and_kept_in_raw(void **st)

@@ -48,6 +48,9 @@ struct findings_rules {
 	bool short_needle[NRULES];          /* holds a needle of one byte */
 	/* per first two bytes: 1 + the index of its first needle; 0: none */
 	uint16_t first[65536];
+	/* per first two bytes, one bit: whether a needle starts with them
+	 * (8 KiB, where first is 128: most pairs of a text start none) */
+	uint64_t starts[65536 / 64];
 };
 
 static unsigned pair_of(const char *p)
@@ -80,8 +83,11 @@ static int index_needles(struct findings_rules *r)
 		}
 	}
 	qsort(r->needles, r->nneedles, sizeof *r->needles, cmp_needle);
-	for (size_t k = r->nneedles; k-- > 0;)
-		r->first[pair_of(r->needles[k].s)] = (uint16_t)(k + 1);
+	for (size_t k = r->nneedles; k-- > 0;) {
+		unsigned pair = pair_of(r->needles[k].s);
+		r->first[pair] = (uint16_t)(k + 1);
+		r->starts[pair / 64] |= 1ULL << (pair % 64);
+	}
 	return 0;
 }
 
@@ -91,9 +97,10 @@ static void find_needles(const struct findings_rules *r, const char *lower, size
 			 bool *live)
 {
 	for (size_t i = 0; i + 1 < len; i++) {
-		unsigned pair = pair_of(lower + i), k = r->first[pair];
-		if (!k)
+		unsigned pair = pair_of(lower + i);
+		if (!(r->starts[pair / 64] >> (pair % 64) & 1))
 			continue;
+		unsigned k = r->first[pair];
 		for (size_t j = k - 1; j < r->nneedles && pair_of(r->needles[j].s) == pair; j++) {
 			const struct needle *nd = &r->needles[j];
 			if (!live[nd->rule] && nd->n <= len - i && memcmp(lower + i, nd->s, nd->n) == 0)
