@@ -141,26 +141,42 @@ static int load_skill_dir(const char *dir, const struct reuse_index *ri,
 	*scan = NULL;
 	if (snprintf(path, sizeof path, "%s/SKILL.md", dir) >= (int)sizeof path)
 		return 0;
+	/* A skill not seen before: its directory's entries, read once, say
+	 * whether SKILL.md is there and what it is, and whether there is a
+	 * skills/ to look in; the scan takes them too. (A directory that
+	 * cannot be listed whole, or an entry of unknown type: lstat.) */
+	const struct catalog_entry *pe = ri->n ? reuse_entry(ri, dir) : NULL;
+	struct scan_listing top = {0};
+	if (!pe && scan_listing_read(dir, &top) < 0)
+		return -1;
+	bool listed = !pe && scan_listing_whole(&top);
+	const struct scan_entry *me = listed ? scan_listing_find(&top, "SKILL.md") : NULL;
 	/* A SKILL.md that cannot be read, or that is a symbolic link (not
 	 * followed), still makes a skill: an invalid one that says why,
 	 * rather than a directory silently left out. */
-	bool seen = lstat(path, &st) == 0;
-	if (!seen && (errno == ENOENT || errno == ENOTDIR))
+	bool seen = true;
+	if (listed && (!me || me->type != DT_UNKNOWN))
+		st.st_mode = me ? DTTOIF(me->type) : 0;
+	else
+		seen = lstat(path, &st) == 0;
+	if ((listed && !me) || (!seen && (errno == ENOENT || errno == ENOTDIR)) ||
+	    (seen && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))) {
+		scan_listing_free(&top);
 		return 0;
-	if (seen && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
-		return 0;
-	const struct catalog_entry *pe = ri->n ? reuse_entry(ri, dir) : NULL;
+	}
 	struct skill *s = seen && S_ISREG(st.st_mode) ? reuse_lookup(pe, dir, &st, dirty) : NULL;
 	/* SKILL.md is read once: the scan takes the bytes the load parsed. */
 	struct skill_md md = {0};
 	if (s && pe->scan)
 		*scan = scan_ref(pe->scan);
 	else if (!s)
-		s = skill_load_md(dir, lim, &md);
+		s = skill_load_md(dir, lim, !listed || scan_listing_find(&top, "skills"), &md);
 	if (s && !*scan) {
-		struct scan_given given = { "SKILL.md", md.st, md.text, md.len };
-		*scan = scan_dir(dir, pe ? pe->scan : NULL, rules, md.have_st ? &given : NULL);
+		struct scan_given given = { "SKILL.md", md.st, md.text, md.len, listed ? &top : NULL };
+		*scan = scan_dir(dir, pe ? pe->scan : NULL, rules,
+				 md.have_st || listed ? &given : NULL);
 	}
+	scan_listing_free(&top);
 	skill_md_free(&md);
 	if (!s || !*scan) {
 		skill_unref(s);

@@ -1892,7 +1892,7 @@ oom:
 
 struct skill *skill_load(const char *dir, const struct skill_limits *lim)
 {
-	return skill_load_md(dir, lim, NULL);
+	return skill_load_md(dir, lim, true, NULL);
 }
 
 void skill_md_free(struct skill_md *md)
@@ -1903,7 +1903,7 @@ void skill_md_free(struct skill_md *md)
 	}
 }
 
-struct skill *skill_load_md(const char *dir, const struct skill_limits *lim,
+struct skill *skill_load_md(const char *dir, const struct skill_limits *lim, bool subs_dir,
 			    struct skill_md *md)
 {
 	if (md)
@@ -1941,7 +1941,7 @@ struct skill *skill_load_md(const char *dir, const struct skill_limits *lim,
 		if (real && (slash = strrchr(real, '/')) && slash[1])
 			base = slash + 1;
 	}
-	struct skill *s = load_one(abs, base, NULL, lim, true, md);
+	struct skill *s = load_one(abs, base, NULL, lim, subs_dir, md);
 	free(real);
 	if (!s)
 		skill_md_free(md);

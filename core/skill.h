@@ -195,9 +195,10 @@ struct skill_md {
 };
 
 /* skill_load, keeping in *md what it read of the top SKILL.md (md is
- * zeroed first; free it with skill_md_free). NULL only on ENOMEM (md is
- * then empty). */
-struct skill *skill_load_md(const char *dir, const struct skill_limits *lim,
+ * zeroed first; free it with skill_md_free). subs_dir false: the caller
+ * read dir's entries and there is no skills/ among them, which is then
+ * not looked for. NULL only on ENOMEM (md is then empty). */
+struct skill *skill_load_md(const char *dir, const struct skill_limits *lim, bool subs_dir,
 			    struct skill_md *md);
 
 /* Frees what md holds and zeroes it. NULL is ignored. */

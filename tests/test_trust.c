@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -416,7 +417,7 @@ static void test_scan_takes_given_bytes(void **state)
 	put(root, "a/SKILL.md", md);
 	put(root, "a/references/r.md", "ok\n");
 	char *dir = test_join(root, "a"), *file = test_join(root, "a/SKILL.md");
-	struct scan_given g = { "SKILL.md", {0}, md, strlen(md) };
+	struct scan_given g = { "SKILL.md", {0}, md, strlen(md), NULL };
 	assert_int_equal(stat(file, &g.st), 0);
 	struct findings_rules *r = rules_new();
 	struct skill_scan *read = scan_dir(dir, NULL, r, NULL);
@@ -452,6 +453,76 @@ static void test_scan_takes_given_bytes(void **state)
 	findings_rules_free(r);
 	free(dir);
 	free(file);
+}
+
+/* The directory's entries the caller read (scan_listing_read) are taken
+ * instead of reading it again: the same scan as one that reads it; an
+ * entry left out of them is left out of the scan (the directory was not
+ * read); a listing that is not whole (cut, or a read that failed) is not
+ * taken. */
+static void test_scan_takes_given_listing(void **state)
+{
+	const char *root = *state;
+	put(root, "a/SKILL.md", "---\nname: a\ndescription: d\n---\nbody\n");
+	put(root, "a/references/r.md", "ok\n");
+	put(root, "a/.hidden", "h\n");
+	char *dir = test_join(root, "a");
+	struct findings_rules *r = rules_new();
+	struct scan_listing top;
+	assert_int_equal(scan_listing_read(dir, &top), 0);
+	assert_true(scan_listing_whole(&top));
+	assert_int_equal(top.n, 3);
+	assert_int_equal(scan_listing_find(&top, "references")->type, DT_DIR);
+	assert_int_equal(scan_listing_find(&top, "SKILL.md")->type, DT_REG);
+	assert_null(scan_listing_find(&top, "skills"));
+	struct scan_given g = { "SKILL.md", {0}, NULL, 0, &top };
+	struct skill_scan *read = scan_dir(dir, NULL, r, NULL);
+	struct skill_scan *taken = scan_dir(dir, NULL, r, &g);
+	assert_non_null(read);
+	assert_non_null(taken);
+	assert_int_equal(read->n, 3);
+	assert_int_equal(taken->n, 3);
+	assert_memory_equal(taken->digest, read->digest, FP_SIZE);
+	scan_unref(taken);
+
+	/* Without its entry "references", the scan does not see r.md. */
+	size_t k = (size_t)(scan_listing_find(&top, "references") - top.v);
+	struct scan_entry gone = top.v[k];
+	top.v[k] = top.v[--top.n];
+	taken = scan_dir(dir, NULL, r, &g);
+	assert_non_null(taken);
+	assert_int_equal(taken->n, 2);
+	assert_null(scan_find(taken, "references/r.md"));
+	scan_unref(taken);
+
+	/* Not whole: the directory is read. */
+	top.cut = true;
+	taken = scan_dir(dir, NULL, r, &g);
+	assert_non_null(taken);
+	assert_memory_equal(taken->digest, read->digest, FP_SIZE);
+	scan_unref(taken);
+	top.cut = false;
+	top.error = EIO;
+	taken = scan_dir(dir, NULL, r, &g);
+	assert_non_null(taken);
+	assert_memory_equal(taken->digest, read->digest, FP_SIZE);
+	scan_unref(taken);
+	top.error = 0;
+	top.v[top.n++] = gone;
+	scan_listing_free(&top);
+	assert_null(top.v);
+
+	/* A directory that cannot be read: the error, no entry. */
+	char *none = test_join(root, "none");
+	assert_int_equal(scan_listing_read(none, &top), 0);
+	assert_int_equal(top.error, ENOENT);
+	assert_false(scan_listing_whole(&top));
+	assert_int_equal(top.n, 0);
+	scan_listing_free(&top);
+	scan_unref(read);
+	findings_rules_free(r);
+	free(none);
+	free(dir);
 }
 
 /* Text that looks close but is innocent gets no finding. */
@@ -716,6 +787,7 @@ int main(void)
 		cmocka_unit_test(test_innocent_text_gets_nothing),
 		cmocka_unit_test(test_blob_among_short_lines),
 		cmocka_unit_test_setup_teardown(test_scan_takes_given_bytes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_scan_takes_given_listing, setup, teardown),
 		cmocka_unit_test(test_findings_name_the_line),
 		cmocka_unit_test_setup_teardown(test_high_finding_invalid_until_acknowledged, setup,
 						teardown),

@@ -69,10 +69,54 @@ static bool link_inside(struct walk *w, const char *path)
 	       (real[n] == '/' || n == 1) && stat(real, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+static void walk_dir(struct walk *w, const char *rel, int depth);
+
+/* Collects entry name (of type, readdir's d_type) of directory rel: a
+ * file, or the files below it. */
+static void walk_entry(struct walk *w, const char *rel, int depth, const char *name,
+		       unsigned char type)
+{
+	char path[PATH_MAX], sub[PATH_MAX];
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return;
+	struct stat st;
+	if (snprintf(sub, sizeof sub, "%s%s%s", rel, rel[0] ? "/" : "", name) >= (int)sizeof sub ||
+	    snprintf(path, sizeof path, "%s/%s", w->root, sub) >= (int)sizeof path) {
+		note(w, "a path too long to read below %s", rel[0] ? rel : ".");
+		return;
+	}
+	/* The entry's type as the directory gives it, else as lstat says
+	 * (the file's identity is taken when it is read). */
+	if (type == DT_DIR)
+		st.st_mode = S_IFDIR;
+	else if (type == DT_REG)
+		st.st_mode = S_IFREG;
+	else if (lstat(path, &st) < 0)
+		return; /* gone meanwhile: a change that brings a rescan */
+	if (S_ISDIR(st.st_mode)) {
+		if (strcmp(name, ".git") == 0)
+			return;
+		if (depth + 1 > SCAN_DEPTH_MAX)
+			note(w, "%s: deeper than %d levels, not read", sub, SCAN_DEPTH_MAX);
+		else
+			walk_dir(w, sub, depth + 1);
+		return;
+	}
+	if (!S_ISREG(st.st_mode) && !(S_ISLNK(st.st_mode) && link_inside(w, path)))
+		return;
+	if (w->n >= SCAN_FILES_MAX) {
+		note(w, "more than %d files: %s and others not read", SCAN_FILES_MAX, sub);
+		w->full = true;
+		return;
+	}
+	if (add_file(w, sub) < 0)
+		w->oom = true;
+}
+
 /* Collects the files below rel ("" for the root). */
 static void walk_dir(struct walk *w, const char *rel, int depth)
 {
-	char path[PATH_MAX], sub[PATH_MAX];
+	char path[PATH_MAX];
 	snprintf(path, sizeof path, "%s%s%s", w->root, rel[0] ? "/" : "", rel);
 	DIR *d = opendir(path);
 	if (!d) {
@@ -80,45 +124,78 @@ static void walk_dir(struct walk *w, const char *rel, int depth)
 		return;
 	}
 	struct dirent *de;
-	while (!w->oom && !w->full && (de = readdir(d))) {
-		const char *name = de->d_name;
-		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-			continue;
-		struct stat st;
-		if (snprintf(sub, sizeof sub, "%s%s%s", rel, rel[0] ? "/" : "", name) >=
-			    (int)sizeof sub ||
-		    snprintf(path, sizeof path, "%s/%s", w->root, sub) >= (int)sizeof path) {
-			note(w, "a path too long to read below %s", rel[0] ? rel : ".");
-			continue;
-		}
-		/* The entry's type as the directory gives it, else as lstat
-		 * says (the file's identity is taken when it is read). */
-		if (de->d_type == DT_DIR)
-			st.st_mode = S_IFDIR;
-		else if (de->d_type == DT_REG)
-			st.st_mode = S_IFREG;
-		else if (lstat(path, &st) < 0)
-			continue; /* gone meanwhile: a change that brings a rescan */
-		if (S_ISDIR(st.st_mode)) {
-			if (strcmp(name, ".git") == 0)
-				continue;
-			if (depth + 1 > SCAN_DEPTH_MAX)
-				note(w, "%s: deeper than %d levels, not read", sub, SCAN_DEPTH_MAX);
-			else
-				walk_dir(w, sub, depth + 1);
-			continue;
-		}
-		if (!S_ISREG(st.st_mode) && !(S_ISLNK(st.st_mode) && link_inside(w, path)))
-			continue;
-		if (w->n >= SCAN_FILES_MAX) {
-			note(w, "more than %d files: %s and others not read", SCAN_FILES_MAX, sub);
-			w->full = true;
+	while (!w->oom && !w->full && (de = readdir(d)))
+		walk_entry(w, rel, depth, de->d_name, de->d_type);
+	closedir(d);
+}
+
+/* Collects the files of the root, from its entries top when the caller
+ * read them whole, else read here. */
+static void walk_root(struct walk *w, const struct scan_listing *top)
+{
+	if (!top || !scan_listing_whole(top)) {
+		walk_dir(w, "", 0);
+		return;
+	}
+	for (size_t i = 0; i < top->n && !w->oom && !w->full; i++)
+		walk_entry(w, "", 0, top->v[i].name, top->v[i].type);
+}
+
+int scan_listing_read(const char *dir, struct scan_listing *l)
+{
+	*l = (struct scan_listing){ 0 };
+	DIR *d = opendir(dir);
+	if (!d) {
+		l->error = errno;
+		return 0;
+	}
+	for (;;) {
+		errno = 0;
+		struct dirent *de = readdir(d);
+		if (!de) {
+			l->error = errno;
 			break;
 		}
-		if (add_file(w, sub) < 0)
-			w->oom = true;
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (l->n == SCAN_LISTING_MAX) {
+			l->cut = true;
+			break;
+		}
+		struct scan_entry *p = grow(l->v, &l->cap, l->n, sizeof *p, 8);
+		if (!p || !(p[l->n].name = strdup(de->d_name))) {
+			if (p)
+				l->v = p;
+			closedir(d);
+			scan_listing_free(l);
+			return -1;
+		}
+		l->v = p;
+		l->v[l->n++].type = de->d_type;
 	}
 	closedir(d);
+	return 0;
+}
+
+bool scan_listing_whole(const struct scan_listing *l)
+{
+	return !l->error && !l->cut;
+}
+
+const struct scan_entry *scan_listing_find(const struct scan_listing *l, const char *name)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (strcmp(l->v[i].name, name) == 0)
+			return &l->v[i];
+	return NULL;
+}
+
+void scan_listing_free(struct scan_listing *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].name);
+	free(l->v);
+	*l = (struct scan_listing){ 0 };
 }
 
 static int cmp_file(const void *a, const void *b)
@@ -287,7 +364,7 @@ struct skill_scan *scan_dir(const char *dir, const struct skill_scan *prev,
 		return NULL;
 	s->refs = 1;
 	clock_gettime(CLOCK_REALTIME, &s->made);
-	walk_dir(&w, "", 0);
+	walk_root(&w, given ? given->top : NULL);
 	for (size_t i = 0; i < w.n && !w.oom; i++) {
 		int rc = read_file(&w, &w.files[i], prev, rules, given);
 		if (rc < 0) {

@@ -58,20 +58,52 @@ struct skill_scan {
 	struct timespec made;        /* when the walk began (CLOCK_REALTIME) */
 };
 
-/* A file of the directory that the caller has already read whole (a
- * skill's SKILL.md, read to be parsed): its path relative to the
- * directory, what fstat said of the descriptor read, and the bytes. */
+/* The entries of a directory (not "." and ".."), each name with its type
+ * as readdir gave it (d_type, DT_UNKNOWN where the file system gives
+ * none), in readdir's order: a skill's directory is read once, for the
+ * load (is SKILL.md there, what is it, is there a skills/) and the scan. */
+struct scan_entry {
+	char *name;
+	unsigned char type;
+};
+
+struct scan_listing {
+	struct scan_entry *v;
+	size_t n, cap;
+	int error; /* errno of the read that failed (v then incomplete), or 0 */
+	bool cut;  /* more than SCAN_LISTING_MAX entries: v holds the first */
+};
+
+#define SCAN_LISTING_MAX 4096
+
+/* Reads the entries of dir into *l (zeroed first; free with
+ * scan_listing_free). 0, with l->error or l->cut set when l is not the
+ * whole directory; -1 on ENOMEM (l is then empty). */
+int scan_listing_read(const char *dir, struct scan_listing *l);
+/* Whether l holds every entry of its directory (no error, not cut). */
+bool scan_listing_whole(const struct scan_listing *l);
+/* The entry called name, or NULL. O(n). */
+const struct scan_entry *scan_listing_find(const struct scan_listing *l, const char *name);
+/* Frees what l holds and zeroes it. */
+void scan_listing_free(struct scan_listing *l);
+
+/* What the caller has already read of the directory: a file it has read
+ * whole (a skill's SKILL.md, read to be parsed): its path relative to the
+ * directory, what fstat said of the descriptor read, and the bytes; and
+ * the directory's own entries (top: a whole listing, else NULL: read). */
 struct scan_given {
 	const char *path;
 	struct stat st;
 	const char *text;
 	size_t len;
+	const struct scan_listing *top;
 };
 
 /* Scans directory dir with the compiled table rules, reusing what prev (a
  * scan of the same directory, or NULL) found for unchanged files, and
  * taking the file given (NULL: none) from the caller's bytes instead of
- * reading it again, when they are the whole of a regular file. Returns a
+ * reading it again, when they are the whole of a regular file, and the
+ * directory's entries from given->top when it is set. Returns a
  * new scan (refs 1), or NULL on ENOMEM. A file that cannot be read is
  * left out and named in error. */
 struct skill_scan *scan_dir(const char *dir, const struct skill_scan *prev,
