@@ -1,6 +1,8 @@
 /* libFuzzer target: the SKILL.md parser (core/skill.c). Any bytes are a
  * SKILL.md: skill_parse must not crash or leak, what it parsed must
- * render as skill.json, and its text must read back as the bytes given. */
+ * render as skill.json, and its text must read back as the bytes given.
+ * The injection scan (core/trust/findings.c) reads the same bytes: each
+ * finding is on a line the text has, in line order. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -9,12 +11,47 @@
 
 #include <jansson.h>
 
+#include "findings.h"
 #include "skill.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* The lines of text (len bytes): its newlines, plus one. */
+static unsigned lines_of(const uint8_t *text, size_t len)
+{
+	unsigned n = 1;
+	for (size_t i = 0; i < len; i++)
+		n += text[i] == '\n';
+	return n;
+}
+
+static void scan_findings(const uint8_t *data, size_t size)
+{
+	static struct findings_rules *rules;
+	char *err = NULL;
+	if (!rules && !(rules = findings_rules_new(&err)))
+		abort(); /* the table does not compile: never so */
+	/* findings_scan takes NUL-terminated text, as the scan gives it. */
+	char *text = malloc(size + 1);
+	if (!text)
+		return;
+	memcpy(text, data, size);
+	text[size] = '\0';
+	struct finding *f = NULL;
+	size_t n = 0, more = 0;
+	if (findings_scan(rules, text, size, &f, &n, &more) == 0) {
+		unsigned last = lines_of(data, size);
+		for (size_t i = 0; i < n; i++)
+			if (f[i].line < 1 || f[i].line > last || (i && f[i].line < f[i - 1].line))
+				abort();
+	}
+	free(f);
+	free(text);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	scan_findings(data, size);
 	/* Small limits too, so the size checks are reached with short inputs. */
 	struct skill_limits small = { .frontmatter_max = 512, .file_max = 2048 };
 	const struct skill_limits *lims[2] = { NULL, &small };
