@@ -7,14 +7,9 @@
 #include <string.h>
 #include <time.h>
 
-#define DBWATCH_PERIOD_MS 1000
+#include "clock.h"
 
-static int64_t monotonic_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#define DBWATCH_PERIOD_MS 1000
 
 int dbwatch_init(struct dbwatch *w, const char *path, const struct stat *opened)
 {
@@ -25,7 +20,7 @@ int dbwatch_init(struct dbwatch *w, const char *path, const struct stat *opened)
 	pthread_mutex_init(&w->lock, NULL);
 	w->dev = opened->st_dev;
 	w->ino = opened->st_ino;
-	w->next_ms = monotonic_ms() + DBWATCH_PERIOD_MS;
+	w->next_ms = clock_ms() + DBWATCH_PERIOD_MS;
 	return 0;
 }
 
@@ -57,7 +52,7 @@ const char *dbwatch_check(struct dbwatch *w, bool now, bool *first)
 		*first = false;
 	pthread_mutex_lock(&w->lock);
 	if (!w->gone && w->path) {
-		int64_t t = monotonic_ms();
+		int64_t t = clock_ms();
 		if (now || t >= w->next_ms) {
 			w->next_ms = t + DBWATCH_PERIOD_MS;
 			struct stat st;

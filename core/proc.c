@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 
 #ifndef MOVE_MOUNT_F_EMPTY_PATH
 #define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
@@ -55,13 +56,6 @@ struct child_plan {
 	size_t nkeep_fds, nmounts;    /* 0 when the spec gives none */
 	volatile int failed, stage, err;
 };
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static const char *errstr(int e, char *b, size_t n)
 {
@@ -279,6 +273,7 @@ fail:
 
 #if defined(PROC_ASAN)
 #include <sanitizer/asan_interface.h>
+
 static void unpoison(void *p, size_t n)
 {
 	__asan_unpoison_memory_region(p, n);
@@ -395,14 +390,14 @@ struct io {
 static void supervise(const struct proc_spec *spec, struct proc_result *res,
 		      pid_t pid, struct io *io)
 {
-	int64_t deadline = mono_ms() + spec->timeout_ms;
+	int64_t deadline = clock_ms() + spec->timeout_ms;
 	bool leader_done = false;
 	for (;;) {
 		if (io->in >= 0 && io->off == io->len)
 			close_fd(&io->in);
 		if (leader_done && io->out < 0 && io->err < 0)
 			return;
-		int64_t now = mono_ms();
+		int64_t now = clock_ms();
 		if (now >= deadline) {
 			/* After the leader exits the deadline is the drain grace. */
 			res->timed_out = !leader_done;
@@ -462,7 +457,7 @@ static void supervise(const struct proc_spec *spec, struct proc_result *res,
 			 * before is still drained, for a bounded time. */
 			kill(-pid, SIGKILL);
 			close_fd(&io->in);
-			int64_t grace = mono_ms() + LEADER_GRACE_MS;
+			int64_t grace = clock_ms() + LEADER_GRACE_MS;
 			if (grace < deadline)
 				deadline = grace;
 		}

@@ -20,6 +20,7 @@
 
 #include "agent.h"
 #include "audit.h"
+#include "clock.h"
 #include "dbwatch.h"
 #include "engine.h"
 #include "filecache.h"
@@ -433,13 +434,6 @@ static const struct resolution *resolve_run(struct snapshot *s, const struct con
 	return *owned;
 }
 
-static int64_t monotonic_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* A line in the daemon's log (its stderr) about run id. */
 __attribute__((format(printf, 2, 3)))
 static void run_log(const char *id, const char *fmt, ...)
@@ -464,11 +458,11 @@ static void run_log(const char *id, const char *fmt, ...)
 /* Sleeps ms unless the daemon stops meanwhile; false when it does. */
 static bool nap(struct runs *r, int64_t ms)
 {
-	int64_t until = monotonic_ms() + ms;
+	int64_t until = clock_ms() + ms;
 	for (;;) {
 		if (__atomic_load_n(&r->stopping, __ATOMIC_ACQUIRE))
 			return false;
-		int64_t left = until - monotonic_ms();
+		int64_t left = until - clock_ms();
 		if (left <= 0)
 			return true;
 		if (left > 100)
@@ -509,7 +503,7 @@ static bool wait_for_store(void *arg, const char *id, int rc, const char *err,
 			   unsigned attempt)
 {
 	struct runs *r = arg;
-	int64_t now = monotonic_ms();
+	int64_t now = clock_ms();
 	pthread_mutex_lock(&r->lock);
 	struct run *run = run_find(r, id);
 	if (!run) {
@@ -634,7 +628,7 @@ static struct spare *spare_make(struct runs *r)
 		spare_free(sp);
 		return NULL;
 	}
-	sp->made_ms = monotonic_ms();
+	sp->made_ms = clock_ms();
 	return sp;
 }
 
@@ -682,7 +676,7 @@ static int check_workdir(struct runs *r, const struct config *c, const char *pat
  * as it is) or a cancel came (cancelled here). */
 static int stale_wait(struct runs *r, struct run *run, enum runstate from)
 {
-	int64_t now = monotonic_ms();
+	int64_t now = clock_ms();
 	pthread_mutex_lock(&r->lock);
 	if (!run->stale_ms)
 		run->stale_ms = now;
@@ -942,9 +936,9 @@ static void idle_wait_locked(struct runs *r)
 		return;
 	}
 	int64_t until = r->spare->made_ms + SPARE_MAX_AGE_MS;
-	struct timespec ts = { .tv_sec = until / 1000, .tv_nsec = (until % 1000) * 1000000 };
+	struct timespec ts = clock_ms_timespec(until);
 	if (pthread_cond_clockwait(&r->work, &r->lock, CLOCK_MONOTONIC, &ts) != ETIMEDOUT ||
-	    !r->spare || monotonic_ms() < r->spare->made_ms + SPARE_MAX_AGE_MS)
+	    !r->spare || clock_ms() < r->spare->made_ms + SPARE_MAX_AGE_MS)
 		return;
 	struct spare *old = r->spare;
 	r->spare = NULL;
@@ -1029,16 +1023,15 @@ static void *keeper_main(void *arg)
 			every = (int64_t)(keep.days * 86400.0 * 1000 / 4);
 		if (every < KEEP_LOOK_MIN_MS)
 			every = KEEP_LOOK_MIN_MS;
-		int64_t start = monotonic_ms();
+		int64_t start = clock_ms();
 		pthread_mutex_lock(&r->lock);
 		for (;;) {
-			int64_t now = monotonic_ms();
+			int64_t now = clock_ms();
 			bool soon_enough = now - start >= KEEP_LOOK_MIN_MS;
 			if (r->stopping || now - start >= every || (r->keep_due && soon_enough))
 				break;
 			int64_t until = r->keep_due ? start + KEEP_LOOK_MIN_MS : start + every;
-			struct timespec ts = { .tv_sec = until / 1000,
-					       .tv_nsec = (until % 1000) * 1000000 };
+			struct timespec ts = clock_ms_timespec(until);
 			pthread_cond_clockwait(&r->keep_cond, &r->lock, CLOCK_MONOTONIC, &ts);
 		}
 	}
@@ -1473,9 +1466,9 @@ static int remove_run(struct runs *r, const char *id, const uid_t *uid)
 	struct run *run = run_find(r, id);
 	/* Finished, but its worker has not let go of it yet (a waiter was
 	 * told before): a moment, not EBUSY, for `cat wait; rmdir`. */
-	int64_t until = monotonic_ms() + LET_GO_WAIT_MS;
-	while (run && run->busy && runstate_is_terminal(run->state) && monotonic_ms() < until) {
-		struct timespec ts = { .tv_sec = until / 1000, .tv_nsec = (until % 1000) * 1000000 };
+	int64_t until = clock_ms() + LET_GO_WAIT_MS;
+	while (run && run->busy && runstate_is_terminal(run->state) && clock_ms() < until) {
+		struct timespec ts = clock_ms_timespec(until);
 		pthread_cond_clockwait(&r->let_go, &r->lock, CLOCK_MONOTONIC, &ts);
 		run = run_find(r, id);
 	}

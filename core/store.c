@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "grow.h"
 
 /* How long the checkpointer's connection waits for a lock another process
@@ -475,8 +476,7 @@ uint64_t store_writes(struct store *st)
 
 int store_wait_writable(struct store *st, int timeout_ms)
 {
-	struct timespec t0, now;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int64_t t0 = clock_ms();
 	for (;;) {
 		lock(st);
 		/* A look, not a wait: the connection is held only for it. */
@@ -488,10 +488,7 @@ int store_wait_writable(struct store *st, int timeout_ms)
 		unlock(st);
 		if (rc != -EAGAIN)
 			return rc;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		int64_t waited = (int64_t)(now.tv_sec - t0.tv_sec) * 1000 +
-				 (now.tv_nsec - t0.tv_nsec) / 1000000;
-		if (waited >= timeout_ms)
+		if (clock_ms() - t0 >= timeout_ms)
 			return -EAGAIN;
 		struct timespec pause = { 0, WRITABLE_POLL_MS * 1000000L };
 		nanosleep(&pause, NULL);

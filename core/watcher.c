@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "discover.h"
 #include "watchlimit.h"
 
@@ -118,13 +119,6 @@ static void watch_forget(struct watcher *wr, int wd)
 	strlist_free(&w->names);
 	*w = (struct watch){ 0 };
 	wr->nwatches--;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
 }
 
 /* Sets the warning the catalogue shows (text NULL: none), to be put there
@@ -807,7 +801,7 @@ static int rescan_timeout(struct watcher *wr)
 		wr->next_rescan_ms = 0;
 		return -1;
 	}
-	uint64_t now = now_ms();
+	uint64_t now = (uint64_t)clock_ms();
 	if (!wr->next_rescan_ms)
 		wr->next_rescan_ms = now + (uint64_t)wr->rescan_seconds * 1000;
 	uint64_t left = wr->next_rescan_ms > now ? wr->next_rescan_ms - now : 0;
@@ -877,8 +871,7 @@ static void *watch_main(void *arg)
 		 * pause (a log in a skill, one beside the config) would hold
 		 * every change back for as long as it is written. */
 		int settle_ms = 30;
-		struct timespec t0, t;
-		clock_gettime(CLOCK_MONOTONIC, &t0);
+		int64_t t0 = clock_ms();
 		for (;;) {
 			ssize_t n = read(wr->inotify_fd, evbuf, sizeof evbuf);
 			if (n <= 0)
@@ -939,9 +932,7 @@ static void *watch_main(void *arg)
 						config_check = true;
 				}
 			}
-			clock_gettime(CLOCK_MONOTONIC, &t);
-			long left = BURST_MAX_MS - ((t.tv_sec - t0.tv_sec) * 1000 +
-						    (t.tv_nsec - t0.tv_nsec) / 1000000);
+			int64_t left = BURST_MAX_MS - (clock_ms() - t0);
 			struct pollfd more = { wr->inotify_fd, POLLIN, 0 };
 			if (left <= 0 || poll(&more, 1, left < settle_ms ? (int)left : settle_ms) <= 0)
 				break;

@@ -11,6 +11,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "clock.h"
 #include "config.h"
 #include "domain.h"
 #include "tool.h"
@@ -202,13 +203,6 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 	return f->rq->cancel && f->rq->cancel(f->rq->cancel_arg) ? 1 : 0;
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Whether host is admitted by the request's domain patterns. */
 static bool host_admitted(const struct webfetch_request *rq, const char *host)
 {
@@ -345,7 +339,7 @@ void webfetch_fetch(struct call *c, const struct webfetch_request *rq)
 	f.max_download = rq->max_download ? rq->max_download
 					  : CONFIG_DEFAULT_WEBFETCH_DOWNLOAD;
 	int timeout = rq->timeout_ms > 0 ? rq->timeout_ms : TOOLS_DEFAULT_TIMEOUT_MS;
-	long long deadline = now_ms() + timeout;
+	int64_t deadline = clock_ms() + timeout;
 	char errbuf[CURL_ERROR_SIZE];
 	char *url = strdup(rq->url ? rq->url : "");
 	char *prev = NULL;
@@ -388,7 +382,7 @@ void webfetch_fetch(struct call *c, const struct webfetch_request *rq)
 			goto out;
 		}
 		free(host);
-		long long left = deadline - now_ms();
+		int64_t left = deadline - clock_ms();
 		if (curl_easy_setopt(f.h, CURLOPT_CURLU, next) != CURLE_OK) {
 			curl_url_cleanup(next);
 			c->oom = true;
