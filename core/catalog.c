@@ -126,13 +126,35 @@ static struct skill *reuse_lookup(const struct catalog_entry *pe, const char *di
 	return skill_same_file(s, st) ? skill_ref(s) : NULL;
 }
 
+/* How the skills of a build are loaded. */
+struct load_ctx {
+	const struct reuse_index *ri;   /* the previous catalogue's entries */
+	const struct skill_limits *lim;
+	const struct strlist *dirty;    /* sorted: directories read again */
+	const struct findings_rules *rules;
+	bool check_files;               /* a skill reused is reused only when
+	                                   its files are as its scan found them */
+};
+
+/* Whether the skill s reused with its scan prev (of directory dir) still
+ * has the files prev found: each looked at again (scan_dir, which reads
+ * only a file whose identity changed). 1 yes, 0 no, -1 on ENOMEM. */
+static int files_unchanged(const char *dir, const struct skill_scan *prev,
+			   const struct findings_rules *rules)
+{
+	struct skill_scan *now = scan_dir(dir, prev, rules, NULL);
+	if (!now)
+		return -1;
+	int same = scan_unchanged(now, prev);
+	scan_unref(now);
+	return same;
+}
+
 /* The skill in dir, loaded or reused from the previous catalogue, with the
  * scan of its files (reused with it, else made anew, reusing what is
  * unchanged): 0 with *out and *scan set (both NULL when dir holds no
  * SKILL.md: not a skill), or -1 on ENOMEM. */
-static int load_skill_dir(const char *dir, const struct reuse_index *ri,
-			  const struct skill_limits *lim, const struct strlist *dirty,
-			  const struct findings_rules *rules, struct skill **out,
+static int load_skill_dir(const char *dir, const struct load_ctx *lc, struct skill **out,
 			  struct skill_scan **scan)
 {
 	char path[PATH_MAX];
@@ -145,7 +167,7 @@ static int load_skill_dir(const char *dir, const struct reuse_index *ri,
 	 * whether SKILL.md is there and what it is, and whether there is a
 	 * skills/ to look in; the scan takes them too. (A directory that
 	 * cannot be listed whole, or an entry of unknown type: lstat.) */
-	const struct catalog_entry *pe = ri->n ? reuse_entry(ri, dir) : NULL;
+	const struct catalog_entry *pe = lc->ri->n ? reuse_entry(lc->ri, dir) : NULL;
 	struct scan_listing top = {0};
 	if (!pe && scan_listing_read(dir, &top) < 0)
 		return -1;
@@ -164,16 +186,26 @@ static int load_skill_dir(const char *dir, const struct reuse_index *ri,
 		scan_listing_free(&top);
 		return 0;
 	}
-	struct skill *s = seen && S_ISREG(st.st_mode) ? reuse_lookup(pe, dir, &st, dirty) : NULL;
+	struct skill *s = seen && S_ISREG(st.st_mode) ? reuse_lookup(pe, dir, &st, lc->dirty)
+						      : NULL;
+	int same = s && pe->scan && lc->check_files ? files_unchanged(dir, pe->scan, lc->rules) : 1;
+	if (same < 0) {
+		skill_unref(s);
+		return -1;
+	}
+	if (!same) { /* a file changed: the skill is loaded afresh */
+		skill_unref(s);
+		s = NULL;
+	}
 	/* SKILL.md is read once: the scan takes the bytes the load parsed. */
 	struct skill_md md = {0};
 	if (s && pe->scan)
 		*scan = scan_ref(pe->scan);
 	else if (!s)
-		s = skill_load_md(dir, lim, !listed || scan_listing_find(&top, "skills"), &md);
+		s = skill_load_md(dir, lc->lim, !listed || scan_listing_find(&top, "skills"), &md);
 	if (s && !*scan) {
 		struct scan_given given = { "SKILL.md", md.st, md.text, md.len, listed ? &top : NULL };
-		*scan = scan_dir(dir, pe ? pe->scan : NULL, rules,
+		*scan = scan_dir(dir, pe ? pe->scan : NULL, lc->rules,
 				 md.have_st || listed ? &given : NULL);
 	}
 	scan_listing_free(&top);
@@ -197,10 +229,7 @@ struct load_job {
 	const char *root;
 	const struct strlist *names;
 	const unsigned char *types; /* per name: its d_type, or NULL: unknown */
-	const struct reuse_index *ri;
-	const struct skill_limits *lim;
-	const struct strlist *dirty;
-	const struct findings_rules *rules;
+	const struct load_ctx *lc;
 	struct skill **skills; /* one per name, NULL: not a skill */
 	struct skill_scan **scans; /* one per name, with its skill */
 	size_t next;           /* the next name to load (atomic) */
@@ -223,8 +252,7 @@ static void *load_worker(void *arg)
 		    ((!j->types || j->types[i] != DT_DIR) &&
 		     (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))))
 			continue;
-		if (load_skill_dir(path, j->ri, j->lim, j->dirty, j->rules, &j->skills[i],
-				   &j->scans[i]) < 0)
+		if (load_skill_dir(path, j->lc, &j->skills[i], &j->scans[i]) < 0)
 			__atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
 	}
 	return NULL;
@@ -267,10 +295,7 @@ static int warn_no_skills(const struct source *src, struct strlist *warnings)
 struct build {
 	const struct config *c;
 	const struct catalog *prev;
-	const struct reuse_index *ri;
-	const struct skill_limits *lim;
-	const struct strlist *dirty;
-	const struct findings_rules *rules;
+	struct load_ctx load;
 	const struct pin_history *hist;
 	struct catalog *cat;
 	struct found_list *found;
@@ -328,7 +353,7 @@ static int scan_source(struct build *b, size_t source)
 		 * one, as in load_skill_dir). */
 		struct skill *sk;
 		struct skill_scan *scan;
-		if (load_skill_dir(src->path, b->ri, b->lim, b->dirty, b->rules, &sk, &scan) < 0)
+		if (load_skill_dir(src->path, &b->load, &sk, &scan) < 0)
 			return -1;
 		b->blockers++;
 		if (sk && check_pin(b, source, NULL, &scan, &sk, 1) < 0) {
@@ -403,8 +428,8 @@ static int scan_source(struct build *b, size_t source)
 		}
 		free(listed);
 	}
-	struct load_job job = { .root = src->path, .names = &names, .types = types, .ri = b->ri,
-				.lim = b->lim, .dirty = b->dirty, .rules = b->rules };
+	struct load_job job = { .root = src->path, .names = &names, .types = types,
+				.lc = &b->load };
 	if (rc == 0 && names.n && (!(job.skills = calloc(names.n, sizeof *job.skills)) ||
 				   !(job.scans = calloc(names.n, sizeof *job.scans))))
 		rc = -1;
@@ -643,7 +668,8 @@ static int gate_entry(struct build *b, struct catalog_entry *e)
 	}
 	if (!why)
 		return -1;
-	const struct catalog_entry *pe = b->ri->n ? reuse_entry(b->ri, entry_dir(e)) : NULL;
+	const struct reuse_index *ri = b->load.ri;
+	const struct catalog_entry *pe = ri->n ? reuse_entry(ri, entry_dir(e)) : NULL;
 	struct skill *copy = NULL;
 	if (pe && pe->loaded == e->skill && pe->skill != pe->loaded && pe->skill->error &&
 	    strcmp(pe->skill->error, why) == 0)
@@ -664,9 +690,10 @@ struct catalog *catalog_build(const struct config *c, const struct catalog *prev
 	return catalog_build_with(c, prev, lim, dirty, NULL);
 }
 
-struct catalog *catalog_build_with(const struct config *c, const struct catalog *prev,
-				   const struct skill_limits *lim, const struct strlist *dirty,
-				   const struct pin_history *hist)
+/* catalog_build_with; check_files: catalog_build_checked. */
+static struct catalog *build(const struct config *c, const struct catalog *prev,
+			     const struct skill_limits *lim, const struct strlist *dirty,
+			     const struct pin_history *hist, bool check_files)
 {
 	struct catalog *cat = calloc(1, sizeof *cat);
 	struct found_list found = { 0 };
@@ -676,12 +703,13 @@ struct catalog *catalog_build_with(const struct config *c, const struct catalog 
 	struct findings_rules *rules = NULL;
 	if (!cat)
 		return NULL;
-	struct build b = { c, prev, &ri, lim, &dirty_sorted, NULL, hist, cat, &found, 0 };
+	struct build b = { c, prev, { &ri, lim, &dirty_sorted, NULL, check_files }, hist, cat,
+			   &found, 0 };
 	if (dirty && (strlist_extend(&dirty_sorted, dirty) < 0))
 		goto fail;
 	strlist_sort(&dirty_sorted);
 	/* Compiled once per build, for the skills that are (re)loaded. */
-	if (!(b.rules = rules = findings_rules_new(&rerr)))
+	if (!(b.load.rules = rules = findings_rules_new(&rerr)))
 		goto fail;
 	cat->pins = calloc(c->nsources ? c->nsources : 1, sizeof *cat->pins);
 	if (!cat->pins)
@@ -774,6 +802,20 @@ fail:
 	free(rerr);
 	catalog_free(cat);
 	return NULL;
+}
+
+struct catalog *catalog_build_with(const struct config *c, const struct catalog *prev,
+				   const struct skill_limits *lim, const struct strlist *dirty,
+				   const struct pin_history *hist)
+{
+	return build(c, prev, lim, dirty, hist, false);
+}
+
+struct catalog *catalog_build_checked(const struct config *c, const struct catalog *prev,
+				      const struct skill_limits *lim,
+				      const struct pin_history *hist)
+{
+	return build(c, prev, lim, NULL, hist, true);
 }
 
 int catalog_fingerprint(const char *dir, bool recursive, const struct skill_limits *lim,
@@ -1000,7 +1042,8 @@ struct catalog *catalog_update(const struct config *c, const struct catalog *pre
 		struct reuse_index ri = { one, x->was ? 1 : 0 };
 		struct stat st;
 		if (stat(x->dir, &st) == 0 && S_ISDIR(st.st_mode) &&
-		    load_skill_dir(x->dir, &ri, lim, &sorted, rules, &x->now.skill, &x->now.scan) < 0)
+		    load_skill_dir(x->dir, &(struct load_ctx){ &ri, lim, &sorted, rules, false },
+				   &x->now.skill, &x->now.scan) < 0)
 			goto fail;
 		if (x->was)
 			gone[x->was - prev->entries] = true;
@@ -1016,8 +1059,8 @@ struct catalog *catalog_update(const struct config *c, const struct catalog *pre
 		e->source = x->source;
 		e->trust = config_skill_trust(c, e->skill->name, c->sources[e->source].trust);
 		e->disabled = config_skill_disabled(c, e->skill->name);
-		struct build b = { .c = c, .prev = prev, .ri = &ri, .lim = lim, .hist = hist,
-				   .cat = cat };
+		struct build b = { .c = c, .prev = prev, .load = { .ri = &ri, .lim = lim },
+				   .hist = hist, .cat = cat };
 		if (gate_entry(&b, e) < 0)
 			goto fail;
 		e->ngate = e->warnings.n;

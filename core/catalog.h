@@ -95,6 +95,17 @@ struct catalog *catalog_build_with(const struct config *c, const struct catalog 
 				   const struct skill_limits *lim, const struct strlist *dirty,
 				   const struct pin_history *hist);
 
+/* catalog_build_with with no directory named dirty, where a skill of prev
+ * whose SKILL.md looks unchanged is reused only when each of its files is
+ * as prev's scan of it found it (its identity: device, inode, size,
+ * mtime, ctime), and none came or went; else it is loaded afresh. For the
+ * first rescan once the watches are set up: a file changed before its
+ * directory was watched is seen. Costs what the scans' walks cost (a file
+ * whose identity did not change is not read). NULL only on ENOMEM. */
+struct catalog *catalog_build_checked(const struct config *c, const struct catalog *prev,
+				      const struct skill_limits *lim,
+				      const struct pin_history *hist);
+
 /* A catalogue equal to what catalog_build_with(c, prev, lim, dirty, hist)
  * would build, made in O(what changed) from prev: dirty must name every
  * directory that changed since prev was built for the same config c (each

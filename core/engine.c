@@ -166,12 +166,14 @@ static int load_config(struct engine *e, struct config **out, char **err)
 }
 
 /* A new snapshot of sc's config over the catalogue built from prev and
- * dirty (catalog_build_with); complete: dirty names every directory that
- * changed since prev, for the same config, so the catalogue can be
- * updated in O(what changed) (catalog_update) where it can follow it. */
+ * dirty (catalog_build_with); how WATCHER_RELOAD_COMPLETE: dirty names
+ * every directory that changed since prev, for the same config, so the
+ * catalogue can be updated in O(what changed) (catalog_update) where it
+ * can follow it; WATCHER_RELOAD_CHECK: every skill's files are looked at
+ * again (catalog_build_checked). */
 static struct snapshot *snapshot_new(struct engine *e, struct shared_config *sc,
 				     const struct catalog *prev, const struct strlist *dirty,
-				     const char *config_error, bool complete)
+				     const char *config_error, enum watcher_reload how)
 {
 	struct snapshot *s = calloc(1, sizeof *s);
 	if (!s)
@@ -186,9 +188,12 @@ static struct snapshot *snapshot_new(struct engine *e, struct shared_config *sc,
 	 * can run (python3 in the sandbox's PATH, a usable sandbox). */
 	s->have_python = tools_unavailable_why("python", &sc->sandbox) == NULL;
 	s->engine = e;
-	s->catalog = complete ? catalog_update(sc->c, prev, &e->opt.limits, dirty, e->pin_history)
-			      : NULL;
-	if (!s->catalog && (!complete || errno == EAGAIN))
+	bool complete = how == WATCHER_RELOAD_COMPLETE;
+	if (how == WATCHER_RELOAD_CHECK)
+		s->catalog = catalog_build_checked(sc->c, prev, &e->opt.limits, e->pin_history);
+	else if (complete)
+		s->catalog = catalog_update(sc->c, prev, &e->opt.limits, dirty, e->pin_history);
+	if (!s->catalog && how != WATCHER_RELOAD_CHECK && (!complete || errno == EAGAIN))
 		s->catalog = catalog_build_with(sc->c, prev, &e->opt.limits, dirty,
 						e->pin_history);
 	if (config_error)
@@ -261,7 +266,7 @@ struct engine *engine_open(const struct engine_options *opt, char **err)
 		config_free(c);
 		goto fail;
 	}
-	e->current = snapshot_new(e, sc, NULL, NULL, NULL, false);
+	e->current = snapshot_new(e, sc, NULL, NULL, NULL, WATCHER_RELOAD_DIRTY);
 	shared_config_unref(sc);
 	if (!e->current)
 		goto fail;
@@ -294,22 +299,22 @@ static void share_resolutions(struct snapshot *old, struct snapshot *now)
 }
 
 static int reload(struct engine *e, bool config_changed, const struct strlist *dirty,
-		  bool complete);
+		  enum watcher_reload how);
 
 int engine_reload(struct engine *e, bool config_changed, const struct strlist *dirty)
 {
-	return reload(e, config_changed, dirty, false);
+	return reload(e, config_changed, dirty, WATCHER_RELOAD_DIRTY);
 }
 
 int engine_update(struct engine *e, const struct strlist *dirty)
 {
-	return reload(e, false, dirty, true);
+	return reload(e, false, dirty, WATCHER_RELOAD_COMPLETE);
 }
 
-/* engine_reload; complete: dirty names every directory that changed since
- * the current snapshot was made (snapshot_new). */
+/* engine_reload, reading again what how says besides dirty (snapshot_new;
+ * a changed config makes an update a build). */
 static int reload(struct engine *e, bool config_changed, const struct strlist *dirty,
-		  bool complete)
+		  enum watcher_reload how)
 {
 	/* Reloads run one at a time, so each builds on the last; the scan
 	 * itself happens outside e->lock, which readers of the current
@@ -336,8 +341,9 @@ static int reload(struct engine *e, bool config_changed, const struct strlist *d
 			config_error = cerr;
 		}
 	}
-	struct snapshot *now = snapshot_new(e, sc, old->catalog, dirty, config_error,
-					    complete && !config_changed);
+	if (config_changed && how == WATCHER_RELOAD_COMPLETE)
+		how = WATCHER_RELOAD_DIRTY;
+	struct snapshot *now = snapshot_new(e, sc, old->catalog, dirty, config_error, how);
 	if (now && !config_changed && catalog_same(old->catalog, now->catalog)) {
 		/* Nothing changed (an event that touched nothing we show):
 		 * keep the snapshot, and what it has derived and cached. */
@@ -557,9 +563,10 @@ static bool host_config_changed(void *ctx)
 	return config_file_changed(ctx);
 }
 
-static int host_reload(void *ctx, bool config_changed, const struct strlist *dirty, bool complete)
+static int host_reload(void *ctx, bool config_changed, const struct strlist *dirty,
+		       enum watcher_reload how)
 {
-	return reload(ctx, config_changed, dirty, complete);
+	return reload(ctx, config_changed, dirty, how);
 }
 
 int engine_reload_all(struct engine *e)

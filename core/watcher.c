@@ -524,11 +524,12 @@ static void warning_show(struct watcher *wr);
  * found unchanged) to put that warning in the catalogue, where every
  * configuration's warnings show it. */
 static void reload_and_watch(struct watcher *wr, bool config_changed, const struct strlist *dirty,
-			     bool rescan, bool only_dirty)
+			     bool rescan, enum watcher_reload how)
 {
 	struct watcher_view old, now;
+	bool only_dirty = how == WATCHER_RELOAD_COMPLETE;
 	wr->host.hold(wr->host.ctx, &old);
-	wr->host.reload(wr->host.ctx, config_changed, dirty, only_dirty);
+	wr->host.reload(wr->host.ctx, config_changed, dirty, how);
 	wr->host.hold(wr->host.ctx, &now);
 	/* Each catalogue is a snapshot's own: the same one, the same snapshot. */
 	if (now.catalog != old.catalog || rescan)
@@ -545,7 +546,7 @@ static void warning_show(struct watcher *wr)
 	if (!wr->watch_warning_new || __atomic_load_n(&wr->unwatching, __ATOMIC_RELAXED))
 		return;
 	wr->watch_warning_new = false;
-	reload_and_watch(wr, false, NULL, false, false);
+	reload_and_watch(wr, false, NULL, false, WATCHER_RELOAD_DIRTY);
 }
 
 /* Takes the current config's watch.rescan_seconds; when it changed, the
@@ -567,8 +568,9 @@ static void rescan_interval(struct watcher *wr)
 
 /* Sets up the watches, then looks at the disk again: whatever changed
  * after the first scan and before a watch was in place is found by this
- * rescan (unchanged skills are reused, and a rescan that finds nothing
- * keeps the catalogue). */
+ * rescan, a file below a skill's directory as well as its SKILL.md
+ * (unchanged skills are reused, and a rescan that finds nothing keeps the
+ * catalogue). */
 static void watch_start(struct watcher *wr)
 {
 	struct watcher_view s;
@@ -582,7 +584,8 @@ static void watch_start(struct watcher *wr)
 	wr->host.release(wr->host.ctx, &s);
 	if (__atomic_load_n(&wr->unwatching, __ATOMIC_RELAXED))
 		return;
-	reload_and_watch(wr, wr->host.config_changed(wr->host.ctx), NULL, false, false);
+	reload_and_watch(wr, wr->host.config_changed(wr->host.ctx), NULL, false,
+			 WATCHER_RELOAD_CHECK);
 }
 
 /* The directories one burst of events made dirty (see catalog_build):
@@ -787,7 +790,9 @@ static void rescan(struct watcher *wr, struct dirt *dirt)
 	}
 	if (any && !__atomic_load_n(&wr->unwatching, __ATOMIC_RELAXED))
 		reload_and_watch(wr, config_changed, &dirt->list, true,
-				 names_known && !everything && replaced.n == 0);
+				 names_known && !everything && replaced.n == 0
+					 ? WATCHER_RELOAD_COMPLETE
+					 : WATCHER_RELOAD_DIRTY);
 	strlist_free(&replaced);
 	strlist_free(&dirt->list);
 	all_watched(wr);
@@ -950,7 +955,8 @@ static void *watch_main(void *arg)
 		}
 		if (any)
 			reload_and_watch(wr, config_changed, &dirt->list, true,
-					 !everything && replaced.n == 0);
+					 !everything && replaced.n == 0 ? WATCHER_RELOAD_COMPLETE
+									: WATCHER_RELOAD_DIRTY);
 		strlist_free(&replaced);
 		strlist_free(&dirt->list);
 		unwatched_prune(wr);

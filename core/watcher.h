@@ -22,6 +22,19 @@ struct watcher_view {
 
 /* What the watcher asks of its host; every call comes from the watcher
  * thread. */
+/* What a host's reload reads again besides the directories named dirty. */
+enum watcher_reload {
+	/* each skill whose SKILL.md looks changed */
+	WATCHER_RELOAD_DIRTY,
+	/* nothing: dirty names every directory that changed since the current
+	 * catalogue was made (it can then be updated in O(what changed)) */
+	WATCHER_RELOAD_COMPLETE,
+	/* each skill whose SKILL.md or any other file looks changed (dirty is
+	 * NULL): the rescan once the watches are set up, which must see a
+	 * change made before a directory was watched */
+	WATCHER_RELOAD_CHECK,
+};
+
 struct watcher_host {
 	void *ctx;
 	/* Fills v with the current config and catalogue, holding them. */
@@ -36,12 +49,10 @@ struct watcher_host {
 	bool (*config_changed)(void *ctx);
 	/* Rescans: config_changed reloads the config file; dirty lists
 	 * directories to read again even when their SKILL.md looks unchanged;
-	 * complete: dirty names every directory that changed since the
-	 * current catalogue was made (it can then be updated in O(what
-	 * changed)). Keeps the current catalogue when nothing changed.
-	 * Returns 0, or -1 on ENOMEM. */
+	 * how says what else is read again. Keeps the current catalogue when
+	 * nothing changed. Returns 0, or -1 on ENOMEM. */
 	int (*reload)(void *ctx, bool config_changed, const struct strlist *dirty,
-		      bool complete);
+		      enum watcher_reload how);
 	/* How deep below a skill's directory its directories are followed. */
 	int max_depth;
 	/* For tests: at most this many watches are held, a new one past it

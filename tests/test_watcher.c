@@ -159,6 +159,7 @@ struct fake {
 	size_t nall;
 	int reloads;
 	int complete_with_dir; /* reloads with complete and dirty naming dir */
+	int checks;            /* reloads that looked at every skill's files */
 	const char *dir;
 	struct watcher *wr;
 	bool warned;  /* the watcher's warning when the catalogue was last made */
@@ -190,14 +191,19 @@ static bool fake_config_changed(void *ctx)
 	return false;
 }
 
-static int fake_reload(void *ctx, bool config_changed, const struct strlist *dirty, bool complete)
+static int fake_reload(void *ctx, bool config_changed, const struct strlist *dirty,
+		       enum watcher_reload how)
 {
+	bool complete = how == WATCHER_RELOAD_COMPLETE;
 	struct fake *f = ctx;
 	(void)config_changed;
 	struct skill_limits lim = { 0 };
 	pthread_mutex_lock(&f->lock);
-	struct catalog *cat = catalog_build(f->c, f->cur, &lim, dirty);
+	struct catalog *cat = how == WATCHER_RELOAD_CHECK
+				      ? catalog_build_checked(f->c, f->cur, &lim, NULL)
+				      : catalog_build(f->c, f->cur, &lim, dirty);
 	assert_non_null(cat);
+	f->checks += how == WATCHER_RELOAD_CHECK;
 	assert_true(f->nall < MAX_CATALOGS);
 	f->all[f->nall++] = cat;
 	f->cur = cat;
@@ -341,6 +347,68 @@ static void test_rescan_finds_edits_in_unwatched_directories(void **state)
 	free(adir);
 }
 
+/* The skill named name in the host's current catalogue (its object). */
+static const struct skill *fake_skill(struct fake *f, const char *name)
+{
+	pthread_mutex_lock(&f->lock);
+	const struct catalog_entry *e = catalog_find(f->cur, name);
+	const struct skill *s = e ? e->skill : NULL;
+	pthread_mutex_unlock(&f->lock);
+	return s;
+}
+
+/* A file below a skill's directory changed after the first scan and
+ * before the watches were set up (no event says so) is found by the
+ * rescan that follows them: that skill is loaded afresh; the others,
+ * unchanged, are kept as they were. */
+static void test_first_rescan_finds_files_changed_before_the_watches(void **state)
+{
+	const char *root = *state;
+	make_dir(root, "skills");
+	make_dir(root, "skills/a");
+	make_dir(root, "skills/b");
+	write_skill(root, "skills/a", "a", "first");
+	write_skill(root, "skills/b", "b", "first");
+	make_dir(root, "skills/a/notes");
+	char *note = path_of(root, "skills/a/notes/n.md");
+	test_write_text(note, "v1\n");
+	struct fake f = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	f.c = config_at(root, "sources: [{path: skills}]\n");
+	struct skill_limits lim = { 0 };
+	f.cur = f.all[f.nall++] = catalog_build(f.c, NULL, &lim, NULL);
+	assert_int_equal(f.cur->n, 2);
+	const struct skill *a0 = fake_skill(&f, "a"), *b0 = fake_skill(&f, "b");
+	/* In place, the same size: only its bytes and times change. */
+	test_write_text(note, "v2\n");
+	struct watcher_host host = { .ctx = &f,
+				     .hold = fake_hold,
+				     .release = fake_release,
+				     .config_paths = fake_config_paths,
+				     .config_changed = fake_config_changed,
+				     .reload = fake_reload,
+				     .max_depth = 64 };
+	struct watcher *wr = watcher_new(&host);
+	assert_non_null(wr);
+	__atomic_store_n(&f.wr, wr, __ATOMIC_RELEASE);
+	assert_int_equal(watcher_start(wr), 0);
+	assert_true(WAIT_FOR(5, fake_skill(&f, "a") != a0) >= 0);
+	pthread_mutex_lock(&f.lock);
+	assert_int_equal(f.checks, 1);
+	const struct catalog_entry *e = catalog_find(f.cur, "a");
+	const struct scan_file *sf = scan_find(e->scan, "notes/n.md");
+	assert_non_null(sf);
+	unsigned char want[FP_SIZE];
+	fp_sha256("v2\n", 3, want);
+	assert_memory_equal(sf->sha, want, FP_SIZE);
+	pthread_mutex_unlock(&f.lock);
+	assert_ptr_equal(fake_skill(&f, "b"), b0);
+	watcher_free(wr);
+	for (size_t i = 0; i < f.nall; i++)
+		catalog_free(f.all[i]);
+	config_free(f.c);
+	free(note);
+}
+
 int main(void)
 {
 	const struct CMUnitTest t[] = {
@@ -350,6 +418,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_rescan_finds_edits_in_unwatched_directories,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_first_rescan_finds_files_changed_before_the_watches, setup, teardown),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);
 }

@@ -412,6 +412,23 @@ struct skill_scan *scan_dir(const char *dir, const struct skill_scan *prev,
 	return s;
 }
 
+bool scan_unchanged(const struct skill_scan *a, const struct skill_scan *b)
+{
+	if (a->n != b->n || (a->error == NULL) != (b->error == NULL) ||
+	    (a->error && strcmp(a->error, b->error) != 0))
+		return false;
+	for (size_t i = 0; i < a->n; i++) {
+		const struct scan_file *x = &a->files[i], *y = &b->files[i];
+		if (strcmp(x->path, y->path) != 0 || memcmp(x->sha, y->sha, FP_SIZE) != 0 ||
+		    x->dev != y->dev || x->ino != y->ino ||
+		    x->size != y->size || x->mtime.tv_sec != y->mtime.tv_sec ||
+		    x->mtime.tv_nsec != y->mtime.tv_nsec || x->ctime.tv_sec != y->ctime.tv_sec ||
+		    x->ctime.tv_nsec != y->ctime.tv_nsec)
+			return false;
+	}
+	return true;
+}
+
 struct skill_scan *scan_ref(struct skill_scan *s)
 {
 	if (s)

@@ -109,6 +109,11 @@ struct scan_given {
 struct skill_scan *scan_dir(const char *dir, const struct skill_scan *prev,
 			    const struct findings_rules *rules, const struct scan_given *given);
 
+/* Whether scans a and b found the same files: the same paths, each with
+ * the same sha256 and identity (device, inode, size, mtime, ctime), and
+ * the same error. */
+bool scan_unchanged(const struct skill_scan *a, const struct skill_scan *b);
+
 /* Takes a reference and returns s (NULL passes). */
 struct skill_scan *scan_ref(struct skill_scan *s);
 /* Drops one; the last frees s. NULL is ignored. */
