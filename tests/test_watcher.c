@@ -218,6 +218,19 @@ static int fake_reload(void *ctx, bool config_changed, const struct strlist *dir
 	return 0;
 }
 
+/* The host f is, holding at most max_watches watches (0: no cap). */
+static struct watcher_host fake_host(struct fake *f, size_t max_watches)
+{
+	return (struct watcher_host){ .ctx = f,
+				      .hold = fake_hold,
+				      .release = fake_release,
+				      .config_paths = fake_config_paths,
+				      .config_changed = fake_config_changed,
+				      .reload = fake_reload,
+				      .max_depth = 64,
+				      .max_watches = max_watches };
+}
+
 /* The description of skill name in the host's current catalogue. */
 static bool fake_shows(struct fake *f, const char *name, const char *desc)
 {
@@ -289,14 +302,7 @@ static void test_rescan_finds_edits_in_unwatched_directories(void **state)
 	f.cur = f.all[f.nall++] = catalog_build(f.c, NULL, &lim, NULL);
 	assert_int_equal(f.cur->n, 3);
 	/* The source's parents and the source itself, and nothing more. */
-	struct watcher_host host = { .ctx = &f,
-				     .hold = fake_hold,
-				     .release = fake_release,
-				     .config_paths = fake_config_paths,
-				     .config_changed = fake_config_changed,
-				     .reload = fake_reload,
-				     .max_depth = 64,
-				     .max_watches = dirs_up_to_root(root) + 1 };
+	struct watcher_host host = fake_host(&f, dirs_up_to_root(root) + 1);
 	struct watcher *wr = watcher_new(&host);
 	assert_non_null(wr);
 	__atomic_store_n(&f.wr, wr, __ATOMIC_RELEASE);
@@ -380,13 +386,7 @@ static void test_first_rescan_finds_files_changed_before_the_watches(void **stat
 	const struct skill *a0 = fake_skill(&f, "a"), *b0 = fake_skill(&f, "b");
 	/* In place, the same size: only its bytes and times change. */
 	test_write_text(note, "v2\n");
-	struct watcher_host host = { .ctx = &f,
-				     .hold = fake_hold,
-				     .release = fake_release,
-				     .config_paths = fake_config_paths,
-				     .config_changed = fake_config_changed,
-				     .reload = fake_reload,
-				     .max_depth = 64 };
+	struct watcher_host host = fake_host(&f, 0);
 	struct watcher *wr = watcher_new(&host);
 	assert_non_null(wr);
 	__atomic_store_n(&f.wr, wr, __ATOMIC_RELEASE);
