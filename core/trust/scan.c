@@ -211,23 +211,29 @@ const struct scan_file *scan_find(const struct skill_scan *s, const char *path)
 	return bsearch(&key, s->files, s->n, sizeof *s->files, cmp_file);
 }
 
-static bool same_identity(const struct scan_file *a, const struct stat *st)
+static bool same_time(struct timespec a, struct timespec b)
 {
-	return a->dev == st->st_dev && a->ino == st->st_ino && a->size == st->st_size &&
-	       a->mtime.tv_sec == st->st_mtim.tv_sec && a->mtime.tv_nsec == st->st_mtim.tv_nsec &&
-	       a->ctime.tv_sec == st->st_ctim.tv_sec && a->ctime.tv_nsec == st->st_ctim.tv_nsec;
+	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
 }
 
-/* Takes what prev knew of f when its identity is st's. 1: taken, 0: not
- * known, -1: ENOMEM. */
-static int reuse(struct scan_file *f, const struct skill_scan *prev, const struct stat *st)
+/* Whether a and b were the same file as it was: device, inode, size,
+ * mtime and ctime. */
+static bool same_identity(const struct scan_file *a, const struct scan_file *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       same_time(a->mtime, b->mtime) && same_time(a->ctime, b->ctime);
+}
+
+/* Takes what prev knew of f (its identity set) when prev found the same
+ * identity. 1: taken, 0: not known, -1: ENOMEM. */
+static int reuse(struct scan_file *f, const struct skill_scan *prev)
 {
 	const struct scan_file *p = scan_find(prev, f->path);
-	if (!p || !same_identity(p, st))
+	if (!p || !same_identity(p, f))
 		return 0;
 	/* Changed close to when prev read it: maybe again within the same
 	 * tick, after it was read. */
-	int64_t changed = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+	int64_t changed = (int64_t)f->ctime.tv_sec * 1000000000 + f->ctime.tv_nsec;
 	int64_t read_at = (int64_t)prev->made.tv_sec * 1000000000 + prev->made.tv_nsec;
 	if (changed >= read_at - SCAN_RACY_NS)
 		return 0;
@@ -285,7 +291,7 @@ static int read_file(struct walk *w, struct scan_file *f, const struct skill_sca
 	f->size = st.st_size;
 	f->mtime = st.st_mtim;
 	f->ctime = st.st_ctim;
-	int r = reuse(f, prev, &st);
+	int r = reuse(f, prev);
 	if (r != 0) {
 		if (fd >= 0)
 			close(fd);
@@ -420,10 +426,7 @@ bool scan_unchanged(const struct skill_scan *a, const struct skill_scan *b)
 	for (size_t i = 0; i < a->n; i++) {
 		const struct scan_file *x = &a->files[i], *y = &b->files[i];
 		if (strcmp(x->path, y->path) != 0 || memcmp(x->sha, y->sha, FP_SIZE) != 0 ||
-		    x->dev != y->dev || x->ino != y->ino ||
-		    x->size != y->size || x->mtime.tv_sec != y->mtime.tv_sec ||
-		    x->mtime.tv_nsec != y->mtime.tv_nsec || x->ctime.tv_sec != y->ctime.tv_sec ||
-		    x->ctime.tv_nsec != y->ctime.tv_nsec)
+		    !same_identity(x, y))
 			return false;
 	}
 	return true;
