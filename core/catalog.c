@@ -188,14 +188,16 @@ static int load_skill_dir(const char *dir, const struct load_ctx *lc, struct ski
 	}
 	struct skill *s = seen && S_ISREG(st.st_mode) ? reuse_lookup(pe, dir, &st, lc->dirty)
 						      : NULL;
-	int same = s && pe->scan && lc->check_files ? files_unchanged(dir, pe->scan, lc->rules) : 1;
-	if (same < 0) {
-		skill_unref(s);
-		return -1;
-	}
-	if (!same) { /* a file changed: the skill is loaded afresh */
-		skill_unref(s);
-		s = NULL;
+	if (s && pe->scan && lc->check_files) {
+		int same = files_unchanged(dir, pe->scan, lc->rules);
+		if (same != 1) { /* a file changed: the skill is loaded afresh */
+			skill_unref(s);
+			s = NULL;
+		}
+		if (same < 0) {
+			scan_listing_free(&top);
+			return -1;
+		}
 	}
 	/* SKILL.md is read once: the scan takes the bytes the load parsed. */
 	struct skill_md md = {0};

@@ -188,14 +188,21 @@ static struct snapshot *snapshot_new(struct engine *e, struct shared_config *sc,
 	 * can run (python3 in the sandbox's PATH, a usable sandbox). */
 	s->have_python = tools_unavailable_why("python", &sc->sandbox) == NULL;
 	s->engine = e;
-	bool complete = how == WATCHER_RELOAD_COMPLETE;
-	if (how == WATCHER_RELOAD_CHECK)
+	switch (how) {
+	case WATCHER_RELOAD_CHECK:
 		s->catalog = catalog_build_checked(sc->c, prev, &e->opt.limits, e->pin_history);
-	else if (complete)
+		break;
+	case WATCHER_RELOAD_COMPLETE:
 		s->catalog = catalog_update(sc->c, prev, &e->opt.limits, dirty, e->pin_history);
-	if (!s->catalog && how != WATCHER_RELOAD_CHECK && (!complete || errno == EAGAIN))
+		/* A change it cannot follow is built afresh. */
+		if (s->catalog || errno != EAGAIN)
+			break;
+		/* fall through */
+	case WATCHER_RELOAD_DIRTY:
 		s->catalog = catalog_build_with(sc->c, prev, &e->opt.limits, dirty,
 						e->pin_history);
+		break;
+	}
 	if (config_error)
 		s->config_error = strdup(config_error);
 	/* What the watcher could not follow is a catalogue warning: it is

@@ -20,8 +20,6 @@ struct watcher_view {
 	void *held;
 };
 
-/* What the watcher asks of its host; every call comes from the watcher
- * thread. */
 /* What a host's reload reads again besides the directories named dirty. */
 enum watcher_reload {
 	/* each skill whose SKILL.md looks changed */
@@ -35,6 +33,8 @@ enum watcher_reload {
 	WATCHER_RELOAD_CHECK,
 };
 
+/* What the watcher asks of its host; every call comes from the watcher
+ * thread. */
 struct watcher_host {
 	void *ctx;
 	/* Fills v with the current config and catalogue, holding them. */

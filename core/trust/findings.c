@@ -342,13 +342,13 @@ int findings_scan(const struct findings_rules *r, const char *text, size_t len,
 		const char *nl = memchr(text + i, '\n', len - i);
 		size_t end = nl ? (size_t)(nl - text) : len;
 		size_t e = end > i && text[end - 1] == '\r' ? end - 1 : end;
-		if (e - i < shortest)
-			; /* nothing can match it */
-		else if (!copy_text(&buf, &cap, text + i, e - i, false) ||
-			 !lowered(&low, &lcap, buf, e - i))
-			rc = -1;
-		else
-			rc = match(r, LINE, live, buf, low, e - i, line, &s);
+		if (e - i >= shortest) { /* shorter: nothing can match it */
+			if (!copy_text(&buf, &cap, text + i, e - i, false) ||
+			    !lowered(&low, &lcap, buf, e - i))
+				rc = -1;
+			else
+				rc = match(r, LINE, live, buf, low, e - i, line, &s);
+		}
 		i = end + 1;
 	}
 	/* Each HTML comment. */
