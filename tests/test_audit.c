@@ -146,6 +146,34 @@ static void put_many(const char *skills, int n, struct buf *want)
 	}
 }
 
+/* What the catch-up tests start from: n numbered skills (put_many) in
+ * <root>/skills, an engine over them, and the store <root>/state.db. */
+struct many {
+	char *skills, *db;
+	struct engine *e;
+	struct store *st;
+};
+
+static void many_open(struct many *m, const char *root, int n, struct buf *want)
+{
+	m->skills = test_join(root, "skills");
+	m->db = test_join(root, "state.db");
+	mkdir(m->skills, 0755);
+	put_many(m->skills, n, want);
+	char *err = NULL;
+	m->e = open_engine(m->skills);
+	m->st = store_open(m->db, &err);
+	assert_non_null(m->st);
+}
+
+static void many_close(struct many *m)
+{
+	store_close(m->st);
+	engine_close(m->e);
+	free(m->db);
+	free(m->skills);
+}
+
 /* A reload's events: the one skill edited (its digests), the one added,
  * the one removed; nothing for the skills left alone. */
 static void test_reload_records_only_what_changed(void **state)
@@ -286,36 +314,28 @@ static char *trail_events(struct store *st, size_t first)
  * right after is recorded after it. */
 static void test_start_catches_up_before_reads(void **state)
 {
-	const char *root = *state;
-	char *skills = test_join(root, "skills"), *db = test_join(root, "state.db");
-	mkdir(skills, 0755);
-	put_many(skills, 1300, NULL);
+	struct many m;
+	many_open(&m, *state, 1300, NULL);
 	char *err = NULL;
-	struct engine *e = open_engine(skills);
-	struct store *st = store_open(db, &err);
-	assert_non_null(st);
-	struct audit *a = audit_start(e, st, &err);
+	struct audit *a = audit_start(m.e, m.st, &err);
 	assert_non_null(a);
 	uint64_t size = 0;
 	struct timespec mt;
 	assert_int_equal(audit_file_size(a, &size, &mt), 0);
-	char *t = trail(st);
+	char *t = trail(m.st);
 	assert_int_equal(size, strlen(t));
 	size_t lines = 0;
 	for (const char *p = t; (p = strchr(p, '\n')); p++)
 		lines++;
 	assert_int_equal(lines, 1300);
 	free(t);
-	put(skills, "s0005", "edited");
-	assert_int_equal(engine_reload(e, false, NULL), 0);
-	char *got = trail_events(st, 1300);
+	put(m.skills, "s0005", "edited");
+	assert_int_equal(engine_reload(m.e, false, NULL), 0);
+	char *got = trail_events(m.st, 1300);
 	assert_string_equal(got, "skill_changed s0005\n");
 	free(got);
 	audit_close(a);
-	store_close(st);
-	engine_close(e);
-	free(db);
-	free(skills);
+	many_close(&m);
 }
 
 /* audit_close while audit_start's catch-up runs cuts it short between
@@ -323,37 +343,29 @@ static void test_start_catches_up_before_reads(void **state)
  * every skill added once, none twice. */
 static void test_start_cut_short_loses_nothing(void **state)
 {
-	const char *root = *state;
-	char *skills = test_join(root, "skills"), *db = test_join(root, "state.db");
-	mkdir(skills, 0755);
+	struct many m;
 	struct buf want = { 0 };
-	put_many(skills, 3000, &want);
+	many_open(&m, *state, 3000, &want);
 	char *err = NULL;
-	struct engine *e = open_engine(skills);
-	struct store *st = store_open(db, &err);
-	assert_non_null(st);
-	struct audit *a = audit_start(e, st, &err);
+	struct audit *a = audit_start(m.e, m.st, &err);
 	assert_non_null(a);
 	/* Closed once its first part is recorded (3,000 skills are six). */
 	uint64_t size = 0;
 	for (int i = 0; i < 20000 && size == 0; i++) {
-		assert_int_equal(store_audit_size(st, &size, NULL), 0);
+		assert_int_equal(store_audit_size(m.st, &size, NULL), 0);
 		if (size == 0)
 			usleep(100);
 	}
 	assert_true(size > 0);
 	audit_close(a);
-	a = audit_open(e, st, &err);
+	a = audit_open(m.e, m.st, &err);
 	assert_non_null(a);
-	char *got = trail_events(st, 0);
+	char *got = trail_events(m.st, 0);
 	assert_string_equal(got, want.data);
 	free(got);
 	audit_close(a);
-	store_close(st);
-	engine_close(e);
+	many_close(&m);
 	buf_free(&want);
-	free(db);
-	free(skills);
 }
 
 /* A catch-up over more skills than it takes at once (it goes through the
@@ -363,23 +375,18 @@ static void test_start_cut_short_loses_nothing(void **state)
  * catalogue. */
 static void test_catch_up_in_parts(void **state)
 {
-	const char *root = *state;
-	char *skills = test_join(root, "skills"), *db = test_join(root, "state.db");
-	mkdir(skills, 0755);
+	struct many m;
 	char name[32];
 	struct buf want = { 0 };
-	put_many(skills, 1300, &want);
+	many_open(&m, *state, 1300, &want);
 	char *err = NULL;
-	struct engine *e = open_engine(skills);
-	struct store *st = store_open(db, &err);
-	assert_non_null(st);
-	struct audit *a = audit_open(e, st, &err);
+	struct audit *a = audit_open(m.e, m.st, &err);
 	assert_non_null(a);
-	char *got = trail_events(st, 0);
+	char *got = trail_events(m.st, 0);
 	assert_string_equal(got, want.data);
 	free(got);
 	audit_close(a);
-	engine_close(e);
+	engine_close(m.e);
 
 	/* while "unmounted": every third gone, every seventh left edited,
 	 * three new ones */
@@ -388,32 +395,32 @@ static void test_catch_up_in_parts(void **state)
 	for (int i = 0; i < 1300; i++) {
 		snprintf(name, sizeof name, "s%04d", i);
 		if (i % 3 == 0) {
-			char *d = test_join(skills, name), *dm = test_join(d, "SKILL.md");
+			char *d = test_join(m.skills, name), *dm = test_join(d, "SKILL.md");
 			assert_int_equal(unlink(dm), 0);
 			assert_int_equal(rmdir(d), 0);
 			free(dm);
 			free(d);
 			assert_int_equal(buf_printf(&want, "skill_removed %s\n", name), 0);
 		} else if (i % 7 == 0) {
-			put(skills, name, "edited body");
+			put(m.skills, name, "edited body");
 			assert_int_equal(buf_printf(&later, "skill_changed %s\n", name), 0);
 		}
 	}
 	for (int i = 0; i < 3; i++) {
 		snprintf(name, sizeof name, "t%d", i);
-		put(skills, name, "new");
+		put(m.skills, name, "new");
 		assert_int_equal(buf_printf(&later, "skill_added %s\n", name), 0);
 	}
 	assert_int_equal(buf_append(&want, later.data, later.len), 0);
-	e = open_engine(skills);
-	a = audit_open(e, st, &err);
+	m.e = open_engine(m.skills);
+	a = audit_open(m.e, m.st, &err);
 	assert_non_null(a);
-	got = trail_events(st, 1300);
+	got = trail_events(m.st, 1300);
 	assert_string_equal(got, want.data);
 	free(got);
 	json_t *known = NULL;
-	assert_int_equal(store_audit_state(st, &known, NULL), 0);
-	struct snapshot *s = engine_snapshot(e);
+	assert_int_equal(store_audit_state(m.st, &known, NULL), 0);
+	struct snapshot *s = engine_snapshot(m.e);
 	assert_int_equal(json_object_size(known), s->catalog->n);
 	for (size_t i = 0; i < s->catalog->n; i++) {
 		char key[80];
@@ -423,12 +430,9 @@ static void test_catch_up_in_parts(void **state)
 	snapshot_unref(s);
 	json_decref(known);
 	audit_close(a);
-	store_close(st);
-	engine_close(e);
+	many_close(&m);
 	buf_free(&want);
 	buf_free(&later);
-	free(db);
-	free(skills);
 }
 
 int main(void)
