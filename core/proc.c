@@ -273,7 +273,6 @@ fail:
 
 #if defined(PROC_ASAN)
 #include <sanitizer/asan_interface.h>
-
 static void unpoison(void *p, size_t n)
 {
 	__asan_unpoison_memory_region(p, n);
