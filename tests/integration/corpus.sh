@@ -217,4 +217,28 @@ test_corpus_every_skill_loads_and_reads_back() {
 	[ "$CHECKED" -ge 14 ] || fail "only $CHECKED skills checked in $CORPUS"
 }
 
+# test_collection_as_plain_source: superpowers mounted as a plain source
+# (-s, one level), as a user points skillfs at it: every skill directory is a
+# valid skill and every file reads back byte for byte.
+test_collection_as_plain_source() {
+	local src=$CORPUS/superpowers
+	[ -d "$src" ] || { fail "corpus collection superpowers missing"; return; }
+	start_mount -s "$src" || return
+	local d n=0
+	for d in "$src"/*/; do
+		d=$(basename "$d")
+		[ -f "$src/$d/SKILL.md" ] || continue
+		n=$((n + 1))
+		[ -d "$MNT/skills/$d" ] || { fail "corpus skill $d missing"; continue; }
+		grep -q '"valid": true' "$MNT/skills/$d/skill.json" || fail "corpus skill $d invalid"
+		cmp -s "$src/$d/SKILL.md" "$MNT/skills/$d/SKILL.md" || fail "$d/SKILL.md differs"
+		# Not a pipe: fail must count in this shell, not in a subshell.
+		while read -r f; do
+			cmp -s "$src/$d/$f" "$MNT/skills/$d/files/$f" || fail "$d/files/$f differs"
+		done < <(cd "$src/$d" && find . -type f ! -path './SKILL.md')
+	done
+	assert_eq "$n" "$(ls "$MNT/skills" | wc -l)" "every corpus skill listed"
+	[ "$n" -ge 10 ] || fail "corpus too small: $n"
+}
+
 run_tests

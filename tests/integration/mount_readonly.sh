@@ -4,7 +4,6 @@
 . "$(dirname "$0")/lib.sh"
 
 EXAMPLES=$SRC_ROOT/examples/skills
-CORPUS=$SRC_ROOT/../shared/corpus/superpowers
 
 # A private copy of the examples, so tests can edit skills.
 fresh_skills() {
@@ -190,29 +189,6 @@ assert j["directory_sub_skills"] == ["child"], j["directory_sub_skills"]
 assert any("'skills/child' and 'skills/child2' are both named 'child'" in w and
            "first by directory name" in w for w in j["warnings"]), j["warnings"]
 PY
-}
-
-test_corpus_loads_byte_for_byte() {
-	if [ ! -d "$CORPUS" ]; then
-		echo "corpus not found at $CORPUS" >&2
-		fail "corpus missing"
-		return
-	fi
-	start_mount -s "$CORPUS" || return
-	local d n=0
-	for d in "$CORPUS"/*/; do
-		d=$(basename "$d")
-		[ -f "$CORPUS/$d/SKILL.md" ] || continue
-		n=$((n + 1))
-		[ -d "$MNT/skills/$d" ] || { fail "corpus skill $d missing"; continue; }
-		grep -q '"valid": true' "$MNT/skills/$d/skill.json" || fail "corpus skill $d invalid"
-		cmp -s "$CORPUS/$d/SKILL.md" "$MNT/skills/$d/SKILL.md" || fail "$d/SKILL.md differs"
-		(cd "$CORPUS/$d" && find . -type f ! -path './SKILL.md') | while read -r f; do
-			cmp -s "$CORPUS/$d/$f" "$MNT/skills/$d/files/$f" || fail "$d/files/$f differs"
-		done
-	done
-	assert_eq "$n" "$(ls "$MNT/skills" | wc -l)" "every corpus skill listed"
-	[ "$n" -ge 10 ] || fail "corpus too small: $n"
 }
 
 test_unmount_leaves_no_stale_mount() {
